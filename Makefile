@@ -1,0 +1,58 @@
+# nvcre-argo developer commands. `make run` and `make test` work on a fresh clone with nothing installed by hand.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV ?= .venv
+PYTHON := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+EXAMPLE := examples/gpu-cluster-cert.yaml
+PYTEST_ARGS ?=
+
+.PHONY: help run test lint types contracts unit integration testbin generate check-generated snapshots bench clean
+
+help: ## Show the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-16s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@test -x $(PYTHON) || python3 -m venv $(VENV)
+	$(PYTHON) -m pip install --quiet --upgrade pip
+	$(PYTHON) -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+run: $(STAMP) ## Validate the seed example Certification (the main job on the embedded default)
+	$(VENV)/bin/nvcre-argo validate $(EXAMPLE)
+
+test: lint types contracts check-generated testbin ## Everything CI checks: lint, types, layers, drift, all tests
+	$(PYTHON) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP) ## ruff lint and format check
+	$(VENV)/bin/ruff check nvcre_argo tests
+	$(VENV)/bin/ruff format --check nvcre_argo tests
+
+types: $(STAMP) ## mypy --strict
+	$(VENV)/bin/mypy
+
+contracts: $(STAMP) ## Import layers (import-linter)
+	$(VENV)/bin/lint-imports
+
+unit: $(STAMP) ## Unit tests only (no control plane)
+	$(PYTHON) -m pytest -m 'not k8s' $(PYTEST_ARGS)
+
+integration: $(STAMP) testbin ## Integration tests against a real kube-apiserver + etcd
+	$(PYTHON) -m pytest -m k8s $(PYTEST_ARGS)
+
+testbin: ## Build kube-apiserver, etcd (and kcm, scheduler) from Go modules into ~/.cache (once per version)
+	bash hack/testbin.sh build
+
+generate: $(STAMP) ## Regenerate committed generated files (the CRD)
+	$(VENV)/bin/nvcre-argo crd > crds/nvcre.nvidia.com_certifications.yaml
+
+check-generated: $(STAMP) ## Fail when committed generated files drift from their generators
+	@$(VENV)/bin/nvcre-argo crd | diff -u crds/nvcre.nvidia.com_certifications.yaml - \
+	  || { echo "crds/ is stale: run 'make generate' and commit the result" >&2; exit 1; }
+
+snapshots: $(STAMP) ## Update syrupy snapshots after reviewing the change
+	$(PYTHON) -m pytest -m 'not k8s' --snapshot-update $(PYTEST_ARGS)
+
+clean: ## Remove the virtualenv and caches (not the Go-built binaries in ~/.cache)
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,86 @@
+"""Kubernetes label syntax and the workload-label rules of the Certification API.
+
+One module so the CRD, the offline loader and the resolver (which re-checks the merged label set, queue label
+included) share the same patterns, limits and messages.
+"""
+
+from __future__ import annotations
+
+import re
+
+from nvcre_argo.api.rules import KeyRule, ValueRule
+
+MANAGED_BY_KEY = "app.kubernetes.io/managed-by"
+RESERVED_PREFIX = "nvcre.nvidia.com/"
+MAX_WORKLOAD_LABELS = 32
+
+LABEL_KEY_PATTERN = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"[a-zA-Z0-9]([-a-zA-Z0-9_.]{0,61}[a-zA-Z0-9])?$"
+)
+LABEL_VALUE_PATTERN = r"^$|^[a-zA-Z0-9]([-a-zA-Z0-9_.]{0,61}[a-zA-Z0-9])?$"
+LABEL_VALUE_MAX_LENGTH = 63
+LABEL_KEY_PREFIX_MAX_LENGTH = 253
+
+_LABEL_KEY = re.compile(LABEL_KEY_PATTERN)
+_LABEL_VALUE = re.compile(LABEL_VALUE_PATTERN)
+
+
+def is_reserved_label_key(key: str) -> bool:
+    """Keys the controller owns on the workload object; users may not set them."""
+    return key == MANAGED_BY_KEY or key.startswith(RESERVED_PREFIX)
+
+
+def label_key_prefix_fits(key: str) -> bool:
+    return "/" not in key or len(key.split("/", 1)[0]) <= LABEL_KEY_PREFIX_MAX_LENGTH
+
+
+def is_label_key(key: str) -> bool:
+    return bool(_LABEL_KEY.match(key))
+
+
+def is_label_value(value: str) -> bool:
+    return len(value) <= LABEL_VALUE_MAX_LENGTH and bool(_LABEL_VALUE.match(value))
+
+
+def _cel_string(text: str) -> str:
+    """A CEL single-quoted string literal (backslashes doubled) for a regular expression."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+RESERVED_LABELS_RULE = KeyRule(
+    predicate=f"k != '{MANAGED_BY_KEY}' && !k.startsWith('{RESERVED_PREFIX}')",
+    message=(
+        "labels must not set the controller-owned keys app.kubernetes.io/managed-by "
+        "or any key under the nvcre.nvidia.com/ prefix"
+    ),
+    holds=lambda key: not is_reserved_label_key(key),
+)
+LABEL_KEY_SYNTAX_RULE = KeyRule(
+    predicate=f"k.matches({_cel_string(LABEL_KEY_PATTERN)})",
+    message=(
+        "each label key must be a valid Kubernetes label key: an optional DNS-subdomain prefix followed by "
+        "'/', then a name of at most 63 characters beginning and ending with an alphanumeric character"
+    ),
+    holds=is_label_key,
+)
+LABEL_KEY_PREFIX_RULE = KeyRule(
+    predicate=f"!k.contains('/') || k.split('/')[0].size() <= {LABEL_KEY_PREFIX_MAX_LENGTH}",
+    message="each label key prefix must be at most 253 characters",
+    holds=label_key_prefix_fits,
+)
+WORKLOAD_LABEL_RULES = (RESERVED_LABELS_RULE, LABEL_KEY_SYNTAX_RULE, LABEL_KEY_PREFIX_RULE)
+
+QUEUE_LABEL_KEY_PREFIX_RULE = ValueRule(
+    cel=f"!self.contains('/') || self.split('/')[0].size() <= {LABEL_KEY_PREFIX_MAX_LENGTH}",
+    message="queueLabelKey prefix must be at most 253 characters",
+    holds=label_key_prefix_fits,
+)
+QUEUE_LABEL_KEY_RESERVED_RULE = ValueRule(
+    cel=f"self != '{MANAGED_BY_KEY}' && !self.startsWith('{RESERVED_PREFIX}')",
+    message=(
+        "queueLabelKey must not use the controller-owned key app.kubernetes.io/managed-by "
+        "or any key under the nvcre.nvidia.com/ prefix"
+    ),
+    holds=lambda key: not is_reserved_label_key(key),
+)

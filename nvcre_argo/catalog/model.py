@@ -1,0 +1,68 @@
+"""The shape of one catalog entry (`entries/<domain>/<variant>.yaml`), validated strictly.
+
+An entry is data, not code, so platform teams can add or override one with `--catalog DIR` and no rebuild. It
+gives a Kubeflow `TrainingRuntime` spec and the `trainer` block of the `TrainJob`, with `%{name}`
+placeholders for values the resolver computes (GPU count, message sizes, node count ...), and the defaults and
+measurement that go with them. User-supplied strings (image, sourceRepo) are never placeholders: the renderer
+sets them structurally (image fields, environment variables), so nothing a user writes reaches a shell.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+Measurement = Literal["nccl-bandwidth", "megatron-goodput", "exit-code"]
+Grouping = Literal["all-nodes", "per-node"]
+DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+
+
+class _EntryModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class Parallelism(_EntryModel):
+    """Tensor/pipeline parallelism for training entries, by GPU architecture key (`default` when unknown)."""
+
+    tensor: dict[str, int] = Field(default_factory=lambda: {"default": 1})
+    pipeline: dict[str, int] = Field(default_factory=lambda: {"default": 1})
+
+
+class EntryDefaults(_EntryModel):
+    """Defaults that belong to this entry rather than to the API (the API's live in the resolver)."""
+
+    timeout_per_job: Annotated[str, StringConstraints(pattern=r"^([0-9]+(h|m|s|ms))+$")] = Field(
+        default="1h", alias="timeoutPerJob"
+    )
+    min_gpus: int = Field(default=1, ge=1, alias="minGPUs")
+    max_steps: int | None = Field(default=None, alias="maxSteps")
+    startup_stall_timeout_seconds: int | None = Field(default=None, alias="startupStallTimeoutSeconds")
+    max_restarts: int | None = Field(default=None, alias="maxRestarts")
+    parallelism: Parallelism | None = None
+
+
+class CatalogEntry(_EntryModel):
+    """One runnable category."""
+
+    domain: Annotated[str, StringConstraints(pattern=DNS_LABEL)]
+    variant: Annotated[str, StringConstraints(pattern=DNS_LABEL)]
+    description: str
+    measurement: Measurement
+    nccl_test: str | None = Field(default=None, alias="ncclTest", description="nccl-tests binary stem, e.g. all_reduce")
+    grouping: Grouping = Field(description="all-nodes: one group of every node (chunked by nodesPerJob); per-node.")
+    training: bool = Field(default=False, description="Training containers get the CPU/memory resources option.")
+    gpu_replicated_jobs: list[str] = Field(
+        alias="gpuReplicatedJobs", description="replicatedJobs whose primary container requests the node's GPUs."
+    )
+    pinned_replicated_jobs: list[str] = Field(
+        alias="pinnedReplicatedJobs", description="replicatedJobs pinned to the group's nodes."
+    )
+    defaults: EntryDefaults = Field(default_factory=EntryDefaults)
+    labels: dict[str, str] = Field(default_factory=dict, description="Catalog labels on the TrainJob (step 1).")
+    runtime: dict[str, Any] = Field(description="TrainingRuntime spec, with %{placeholders}.")
+    trainer: dict[str, Any] = Field(description="TrainJob spec.trainer, with %{placeholders}.")
+
+    @property
+    def key(self) -> str:
+        return f"{self.domain}/{self.variant}"

@@ -1,0 +1,62 @@
+"""`%{name}` placeholders in catalog templates, and their substitution.
+
+Why `%{...}`: the templates contain shell (`${VAR}`), Kubernetes (`$(VAR)`) and, once embedded in a Workflow,
+Argo (`{{...}}`) syntax, and must not collide with any of them. A scalar that is exactly one placeholder takes
+the value's type (an int stays an int); a placeholder inside longer text is replaced by the value's text. Only
+resolver-computed values (numbers, sizes, 0/1 flags, fixed paths) are ever substituted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+PLACEHOLDER = re.compile(r"%\{([A-Za-z][A-Za-z0-9]*)\}")
+
+KNOWN_PLACEHOLDERS = frozenset(
+    {
+        "gpusPerNode",
+        "totalGpus",
+        "maxBytes",
+        "numIterations",
+        "numCycles",
+        "mnnvl",
+        "ncclBinary",
+        "timeoutSeconds",
+        "maxSteps",
+        "exitDurationMins",
+        "saveInterval",
+        "saveRetainInterval",
+        "enableCheckpoint",
+        "tensorParallel",
+        "pipelineParallel",
+    }
+)
+
+
+def find_placeholders(template: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], str]]:
+    """Every placeholder name in a template, with where it is."""
+    if isinstance(template, str):
+        for match in PLACEHOLDER.finditer(template):
+            yield path, match.group(1)
+    elif isinstance(template, Mapping):
+        for key, value in template.items():
+            yield from find_placeholders(value, (*path, str(key)))
+    elif isinstance(template, list):
+        for index, value in enumerate(template):
+            yield from find_placeholders(value, (*path, index))
+
+
+def fill_placeholders(template: Any, values: Mapping[str, Any]) -> Any:
+    """A copy of the template with every placeholder replaced; KeyError names a missing value."""
+    if isinstance(template, str):
+        whole = PLACEHOLDER.fullmatch(template)
+        if whole:
+            return values[whole.group(1)]
+        return PLACEHOLDER.sub(lambda match: str(values[match.group(1)]), template)
+    if isinstance(template, Mapping):
+        return {key: fill_placeholders(value, values) for key, value in template.items()}
+    if isinstance(template, list):
+        return [fill_placeholders(value, values) for value in template]
+    return template

@@ -1,0 +1,53 @@
+"""Reading Certification files named on the command line (`-` is standard input)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import click
+
+from nvcre_argo.errors import FieldError, InvalidDocumentError
+from nvcre_argo.loading import LoadedCertification, load_certifications
+
+
+def read_source(name: str) -> str:
+    """The text of a file, or of standard input for `-`; an unreadable file is an input error, not a crash."""
+    if name == "-":
+        return sys.stdin.read()
+    try:
+        with open(name, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        raise InvalidDocumentError([FieldError((), "unreadable", f"cannot read file: {reason}", name)]) from None
+
+
+def load_all(names: Sequence[str]) -> list[LoadedCertification]:
+    """Every Certification in every named file; raises one InvalidDocumentError with all problems of all files."""
+    loaded: list[LoadedCertification] = []
+    problems: list[FieldError] = []
+    for name in names:
+        source = "<stdin>" if name == "-" else name
+        try:
+            loaded.extend(load_certifications(read_source(name), source))
+        except InvalidDocumentError as error:
+            problems.extend(error.errors)
+    if problems:
+        raise InvalidDocumentError(problems)
+    return loaded
+
+
+def report_invalid(error: InvalidDocumentError) -> None:
+    """Print every problem to stderr, one per line, and a count."""
+    for problem in error.errors:
+        click.echo(problem.render(), err=True)
+    count = len(error.errors)
+    click.echo(f"{count} problem{'s' if count != 1 else ''} found", err=True)
+
+
+def describe(loaded: LoadedCertification) -> str:
+    """`namespace/name` (or name) of a loaded Certification, for progress and success lines."""
+    metadata = loaded.certification.metadata
+    name = metadata.name or metadata.generate_name or "<unnamed>"
+    return f"{metadata.namespace}/{name}" if metadata.namespace else name

@@ -1,0 +1,29 @@
+"""`nvcre-argo`: the one command for everything (validate, crd, and the rest as they land)."""
+
+from __future__ import annotations
+
+import click
+
+from nvcre_argo import __version__
+from nvcre_argo.api.crd import build_crd
+from nvcre_argo.cli.validate import validate_command
+from nvcre_argo.yamlio import dump_yaml
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="nvcre-argo")
+def cli() -> None:
+    """Certify GPU Kubernetes node pools with Argo Workflows."""
+
+
+@cli.command("crd")
+def crd_command() -> None:
+    """Print the Certification CustomResourceDefinition (generated from the API models)."""
+    click.echo(dump_yaml(build_crd()), nl=False)
+
+
+cli.add_command(validate_command)
+
+
+def main() -> None:
+    cli(prog_name="nvcre-argo")

@@ -1,0 +1,249 @@
+"""YAML text → validated `Certification` objects; the only place pydantic errors become user errors.
+
+Every problem in a document is reported at once, each with the YAML spelling of its path and a message a
+person can act on (`must be >= 1, got 0`, `unknown field; did you mean "options"?`). Paths are walked through
+the CRD's structural schema, the same schema the API server uses, so map keys print as `["key"]`, list
+indices as `[i]`, and pydantic's internal union tags never show.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_core import ErrorDetails
+
+from nvcre_argo.api.certification import API_VERSION, KIND, Certification
+from nvcre_argo.api.crd import certification_schema
+from nvcre_argo.errors import FieldError, InvalidDocumentError, MapKey, Path, PathElement
+from nvcre_argo.yamlio import YamlSyntaxError, load_yaml_documents
+
+
+@dataclass(frozen=True)
+class LoadedCertification:
+    """A valid Certification and where it came from (for error messages in later stages)."""
+
+    source: str
+    certification: Certification
+
+
+@functools.cache
+def _schema() -> dict[str, Any]:
+    return certification_schema()
+
+
+def load_certifications(text: str, source: str) -> list[LoadedCertification]:
+    """Every Certification in a YAML stream; raises InvalidDocumentError listing every problem found.
+
+    Empty documents are skipped (as kubectl does); a stream with no Certification at all is an error.
+    """
+    try:
+        documents = [document for document in load_yaml_documents(text) if document is not None]
+    except YamlSyntaxError as error:
+        raise InvalidDocumentError([FieldError((), "syntax", f"invalid YAML: {error}", source)]) from None
+    if not documents:
+        raise InvalidDocumentError([FieldError((), "empty", "no Certification document found", source)])
+    loaded: list[LoadedCertification] = []
+    problems: list[FieldError] = []
+    for index, document in enumerate(documents, start=1):
+        document_source = source if len(documents) == 1 else f"{source} (document {index})"
+        try:
+            loaded.append(LoadedCertification(document_source, parse_certification(document, document_source)))
+        except InvalidDocumentError as error:
+            problems.extend(error.errors)
+    if problems:
+        raise InvalidDocumentError(problems)
+    return loaded
+
+
+def parse_certification(document: Any, source: str) -> Certification:
+    """One parsed YAML document → a Certification, or InvalidDocumentError with every problem."""
+    if not isinstance(document, dict):
+        message = f"must be a mapping (a Certification), got {_describe(document)}"
+        raise InvalidDocumentError([FieldError((), "type", message, source)])
+    header = _header_errors(document)
+    if header:
+        raise InvalidDocumentError(error.at(source) for error in header)
+    try:
+        return Certification.model_validate(document, by_alias=True, by_name=False)
+    except ValidationError as error:
+        raise InvalidDocumentError(problem.at(source) for problem in convert_errors(error.errors(), document)) from None
+
+
+def _header_errors(document: dict[Any, Any]) -> list[FieldError]:
+    """apiVersion and kind first: for another kind, field errors would only confuse."""
+    errors = []
+    if document.get("apiVersion") != API_VERSION:
+        errors.append(
+            FieldError(
+                ("apiVersion",),
+                "api-version",
+                f"must be {API_VERSION}, got {_describe(document.get('apiVersion'))}",
+            )
+        )
+    if document.get("kind") != KIND:
+        errors.append(FieldError(("kind",), "kind", f"must be {KIND}, got {_describe(document.get('kind'))}"))
+    return errors
+
+
+def convert_errors(details: Iterable[ErrorDetails], document: Any) -> list[FieldError]:
+    """pydantic error details → FieldErrors in document order, one per problem."""
+    converted: dict[tuple[Path, str], FieldError] = {}
+    for detail in details:
+        for error in _field_errors(detail):
+            key = (error.path, error.kind)
+            if key in converted and error.kind == "type":
+                continue  # a union reports one type error per member; one line says it
+            converted.setdefault(key, error)
+    return sorted(converted.values(), key=lambda error: _document_order(error.path, document))
+
+
+def _field_errors(detail: ErrorDetails) -> list[FieldError]:
+    path, schema = _walk(detail["loc"])
+    kind, message = _describe_error(detail, schema)
+    if kind == "rule":
+        violations = (detail.get("ctx") or {}).get("violations") or [(detail["msg"], [])]
+        return [
+            FieldError((*path, MapKey(key)) if key else path, "rule", rule_message)
+            for rule_message, keys in violations
+            for key in (keys or [""])
+        ]
+    if kind == "unknown-field":
+        return [FieldError(path, kind, message + _did_you_mean(str(path[-1]), _parent_fields(path)))]
+    return [FieldError(path, kind, message)]
+
+
+def _walk(loc: Sequence[int | str]) -> tuple[Path, dict[str, Any]]:
+    """Follow pydantic's location through the structural schema; drop union tags it cannot place."""
+    schema: dict[str, Any] = _schema()
+    path: list[PathElement] = []
+    for element in loc:
+        if isinstance(element, int) and schema.get("type") == "array":
+            path.append(element)
+            schema = schema.get("items", {})
+        elif "properties" in schema and str(element) in schema["properties"]:
+            path.append(str(element))
+            schema = schema["properties"][str(element)]
+        elif "additionalProperties" in schema:
+            path.append(MapKey(str(element)))
+            schema = schema["additionalProperties"]
+        elif schema.get("type") == "object" or not path:
+            path.append(element if isinstance(element, int) else str(element))  # an unknown field
+            schema = {}
+        else:
+            break  # a union member tag such as 'int' or 'str'
+    return tuple(path), schema
+
+
+def _parent_fields(path: Path) -> list[str]:
+    _, parent = _walk([str(element) if not isinstance(element, int) else element for element in path[:-1]])
+    return sorted(parent.get("properties", {}))
+
+
+def _did_you_mean(name: str, candidates: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
+    lowered = [candidate for candidate in candidates if candidate.lower() == name.lower()]
+    suggestion = next(iter(lowered or close), None)
+    return f'; did you mean "{suggestion}"?' if suggestion else ""
+
+
+_TYPE_NAMES = {
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "int_from_float": "an integer",
+    "string_type": "a string",
+    "bool_type": "a boolean",
+    "bool_parsing": "a boolean",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+    "list_type": "a list",
+}
+
+
+def _describe_error(detail: ErrorDetails, schema: dict[str, Any]) -> tuple[str, str]:
+    kind = detail["type"]
+    ctx: dict[str, Any] = dict(detail.get("ctx") or {})
+    value = detail.get("input")
+    if kind == "missing":
+        return "required", "required field is missing"
+    if kind == "extra_forbidden":
+        return "unknown-field", "unknown field"
+    if kind in ("greater_than_equal", "greater_than"):
+        return "minimum", f"must be >= {ctx.get('ge', ctx.get('gt'))}, got {_describe(value)}"
+    if kind in ("less_than_equal", "less_than"):
+        return "maximum", f"must be <= {ctx.get('le', ctx.get('lt'))}, got {_describe(value)}"
+    if kind == "string_pattern_mismatch":
+        return "pattern", f"must match {ctx['pattern']}, got {_describe(value)}"
+    if kind == "string_too_long":
+        return "max-length", f"must be at most {ctx['max_length']} characters, got {len(str(value))}"
+    if kind == "string_too_short":
+        return "min-length", f"must be at least {ctx['min_length']} character(s) long, got {_describe(value)}"
+    if kind == "too_short":
+        return "min-items", f"must have at least {ctx['min_length']} item(s), got {ctx.get('actual_length')}"
+    if kind == "too_long":
+        noun = "entries" if isinstance(value, dict) else "items"
+        return "max-items", f"must have at most {ctx['max_length']} {noun}, got {len(value)}"
+    if kind == "literal_error":
+        allowed = ", ".join(json.dumps(item) for item in schema.get("enum", [])) or ctx.get("expected", "")
+        return "enum", f"must be one of {allowed}, got {_describe(value)}"
+    if kind == "rule":
+        return "rule", detail["msg"]
+    if kind in _TYPE_NAMES:
+        expected = _expected_type(schema) or _TYPE_NAMES[kind]
+        return "type", f"must be {expected}, got {_describe(value)}"
+    return "invalid", detail["msg"]
+
+
+def _expected_type(schema: dict[str, Any]) -> str | None:
+    if schema.get("x-kubernetes-int-or-string"):
+        return "an integer or a string"
+    names = {
+        "integer": "an integer",
+        "string": "a string",
+        "boolean": "a boolean",
+        "object": "a mapping",
+        "array": "a list",
+    }
+    return names.get(schema.get("type", ""))
+
+
+def _describe(value: Any) -> str:
+    """A short, safe rendering of a user value for a message."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"boolean {str(value).lower()}"
+    if isinstance(value, str):
+        shown = value if len(value) <= 80 else value[:77] + "..."
+        return f"string {json.dumps(shown)}"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__
+
+
+def _document_order(path: Path, document: Any) -> tuple[int, ...]:
+    """Position of a path in the document, so errors print top to bottom as the user wrote them."""
+    order: list[int] = []
+    node = document
+    for element in path:
+        if isinstance(node, dict):
+            keys = list(node)
+            order.append(keys.index(element) if element in keys else len(keys))
+            node = node.get(element)
+        elif isinstance(node, list) and isinstance(element, int):
+            order.append(element)
+            node = node[element] if element < len(node) else None
+        else:
+            order.append(0)
+            node = None
+    return tuple(order)
