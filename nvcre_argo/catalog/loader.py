@@ -36,7 +36,7 @@ class Catalog:
     def find(self, domain: str, variant: str) -> CatalogEntry | None:
         return self.entries.get(f"{domain}/{variant}")
 
-    def keys(self) -> list[str]:
+    def names(self) -> list[str]:
         return sorted(self.entries)
 
 

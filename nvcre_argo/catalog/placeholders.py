@@ -1,9 +1,10 @@
 """`%{name}` placeholders in catalog templates, and their substitution.
 
 Why `%{...}`: the templates contain shell (`${VAR}`), Kubernetes (`$(VAR)`) and, once embedded in a Workflow,
-Argo (`{{...}}`) syntax, and must not collide with any of them. A scalar that is exactly one placeholder takes
-the value's type (an int stays an int); a placeholder inside longer text is replaced by the value's text. Only
-resolver-computed values (numbers, sizes, 0/1 flags, fixed paths) are ever substituted.
+Argo (`{{...}}`) syntax, and must not collide with any of them. A placeholder is replaced by the value's text
+(command arguments and environment values are strings); a scalar that is exactly `%{name|int}` becomes an
+integer, for the few integer fields such as `numProcPerNode`. Only resolver-computed values (numbers, sizes,
+0/1 flags, fixed paths) are ever substituted: user strings are set structurally by the renderer.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-PLACEHOLDER = re.compile(r"%\{([A-Za-z][A-Za-z0-9]*)\}")
+PLACEHOLDER = re.compile(r"%\{([A-Za-z][A-Za-z0-9]*)(\|int)?\}")
 
 KNOWN_PLACEHOLDERS = frozenset(
     {
@@ -52,8 +53,8 @@ def fill_placeholders(template: Any, values: Mapping[str, Any]) -> Any:
     """A copy of the template with every placeholder replaced; KeyError names a missing value."""
     if isinstance(template, str):
         whole = PLACEHOLDER.fullmatch(template)
-        if whole:
-            return values[whole.group(1)]
+        if whole and whole.group(2):
+            return int(values[whole.group(1)])
         return PLACEHOLDER.sub(lambda match: str(values[match.group(1)]), template)
     if isinstance(template, Mapping):
         return {key: fill_placeholders(value, values) for key, value in template.items()}

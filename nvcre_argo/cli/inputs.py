@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import click
 
-from nvcre_argo.errors import FieldError, InvalidDocumentError
+from nvcre_argo.errors import DocumentError, FieldError, InvalidDocumentError
 from nvcre_argo.loading import LoadedCertification, load_certifications
 
 
@@ -38,7 +38,7 @@ def load_all(names: Sequence[str]) -> list[LoadedCertification]:
     return loaded
 
 
-def report_invalid(error: InvalidDocumentError) -> None:
+def report_invalid(error: DocumentError) -> None:
     """Print every problem to stderr, one per line, and a count."""
     for problem in error.errors:
         click.echo(problem.render(), err=True)

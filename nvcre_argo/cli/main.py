@@ -6,6 +6,8 @@ import click
 
 from nvcre_argo import __version__
 from nvcre_argo.api.crd import build_crd
+from nvcre_argo.cli.catalog import catalog_group
+from nvcre_argo.cli.resolve import resolve_command
 from nvcre_argo.cli.validate import validate_command
 from nvcre_argo.yamlio import dump_yaml
 
@@ -23,6 +25,8 @@ def crd_command() -> None:
 
 
 cli.add_command(validate_command)
+cli.add_command(catalog_group)
+cli.add_command(resolve_command)
 
 
 def main() -> None:

@@ -1,0 +1,92 @@
+"""`nvcre-argo resolve CERT.yaml`: show exactly what each category will run, before running it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from nvcre_argo.cli.catalog import catalog_dir_option, open_catalog
+from nvcre_argo.cli.inputs import load_all, report_invalid
+from nvcre_argo.errors import CompileError, InvalidDocumentError
+from nvcre_argo.render.runtime import render_runtime
+from nvcre_argo.render.trainjob import render_trainjob
+from nvcre_argo.resolve.category import ResolvedCategory, resolve_certification
+from nvcre_argo.resolve.gpu import KNOWN_ARCHITECTURES
+from nvcre_argo.resolve.values import gpu_values
+from nvcre_argo.yamlio import dump_yaml_documents
+
+gpu_arch_option = click.option(
+    "--gpu-arch",
+    type=click.Choice(KNOWN_ARCHITECTURES),
+    default=None,
+    help="GPU architecture for GPU-dependent defaults; without it they are decided on the cluster at run time.",
+)
+
+
+def _summary(category: ResolvedCategory) -> dict[str, Any]:
+    return {
+        "category": category.index,
+        "domain": category.domain,
+        "variant": category.variant,
+        "options": category.options.model_dump(by_alias=True, exclude_none=True),
+        "workloadLabels": category.workload_labels,
+        "gangScheduler": category.gang.model_dump() if category.gang else None,
+        "resources": category.resources.model_dump() if category.resources else None,
+        "timeoutPerJob": category.timeout_per_job,
+        "thresholds": category.thresholds,
+    }
+
+
+@click.command("resolve")
+@click.argument("file")
+@click.option("--category", "only", type=int, default=None, help="Only this category index.")
+@click.option("--nodes", type=click.IntRange(min=1), default=2, show_default=True, help="Example group size.")
+@gpu_arch_option
+@catalog_dir_option
+def resolve_command(
+    file: str, only: int | None, nodes: int, gpu_arch: str | None, catalog_dirs: tuple[Path, ...]
+) -> None:
+    """Print each category's resolved options and its rendered TrainingRuntime and TrainJob.
+
+    The TrainJob is shown for an example group of --nodes nodes named example-node-1.. (the real groups are
+    planned on the cluster).
+    """
+    try:
+        loaded = load_all((file,))
+    except InvalidDocumentError as error:
+        report_invalid(error)
+        raise SystemExit(1) from None
+    catalog = open_catalog(catalog_dirs)
+    documents: list[Any] = []
+    for item in loaded:
+        certification = item.certification
+        resolved, errors = resolve_certification(certification.spec, catalog)
+        if errors:
+            report_invalid(CompileError(error.at(item.source) for error in errors))
+            raise SystemExit(1)
+        name = certification.metadata.name or "certification"
+        for category in resolved:
+            if only is not None and category.index != only:
+                continue
+            gpu = gpu_values(category, gpu_arch)
+            runtime = f"{name}-{category.index}-{category.variant}-runtime"
+            group_nodes = [f"example-node-{number}" for number in range(1, nodes + 1)]
+            documents += [
+                _summary(category),
+                render_runtime(
+                    category, gpu, name=runtime, namespace=certification.metadata.namespace, num_nodes=nodes
+                ),
+                render_trainjob(
+                    category,
+                    gpu,
+                    name=f"{name}-{category.index}-g0",
+                    namespace=certification.metadata.namespace,
+                    certification=name,
+                    runtime_name=runtime,
+                    group="g0",
+                    nodes=group_nodes,
+                ),
+            ]
+    click.echo(dump_yaml_documents(documents), nl=False)

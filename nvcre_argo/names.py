@@ -1,0 +1,82 @@
+"""Every name and label key the product writes, from one module.
+
+Names must be deterministic (retries and restarts find what they created), valid for their kind
+(DNS-1123 labels, RFC 1035 for TrainJobs, 63 characters) and short enough for what Kubernetes derives from
+them: a TrainJob's pods are `<trainjob>-<rjob>-<i>-<j>-<5 chars>`, and JobSet rejects pod names over 63, so
+TrainJob names stay within 40. When a name must be shortened, a hash of the full name keeps it unique.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+GROUP = "nvcre.nvidia.com"
+LABEL_CERTIFICATION = f"{GROUP}/certification"
+LABEL_CATEGORY_INDEX = f"{GROUP}/category-index"
+LABEL_DOMAIN = f"{GROUP}/domain"
+LABEL_VARIANT = f"{GROUP}/variant"
+LABEL_GROUP = f"{GROUP}/group"
+LABEL_ROLE = f"{GROUP}/role"
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGED_BY = "nvcre-argo"
+ROLE_PARENT = "certification"
+ROLE_CATEGORY = "category"
+PATCH_MANAGER = f"{GROUP}/nvcre-argo"
+
+TRAINJOB_NAME_LIMIT = 40
+DNS_LABEL_LIMIT = 63
+_INVALID = re.compile(r"[^a-z0-9-]+")
+
+
+def short_hash(text: str, length: int = 8) -> str:
+    """A stable hex digest (never Python's salted `hash()`)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
+
+
+def dns_label(text: str, limit: int = DNS_LABEL_LIMIT) -> str:
+    """`text` as a DNS-1123 label of at most `limit` characters; shortened names end in a hash of the original."""
+    cleaned = _INVALID.sub("-", text.lower()).strip("-") or "x"
+    if len(cleaned) <= limit:
+        return cleaned
+    suffix = short_hash(text)
+    return f"{cleaned[: limit - len(suffix) - 1].rstrip('-')}-{suffix}"
+
+
+def category_step_name(domain: str, variant: str) -> str:
+    """The parent Workflow's step for a category reads like the spec: `communication-nccl-all-reduce`."""
+    return dns_label(f"{domain}-{variant}")
+
+
+def category_workflow_prefix(certification: str, index: int, variant: str) -> str:
+    """generateName of a category's Workflow: the certification, the index, the variant."""
+    return dns_label(f"{certification}-{index}-{variant}", DNS_LABEL_LIMIT - 6) + "-"
+
+
+def trainjob_name(workflow_name: str, group: str, iteration: int = 0) -> str:
+    """Deterministic per (category Workflow, group, iteration): a re-run finds the TrainJob it made."""
+    suffix = f"-{group}" + (f"-i{iteration}" if iteration else "")
+    stem = dns_label(workflow_name, TRAINJOB_NAME_LIMIT - len(suffix))
+    name = f"{stem}{suffix}"
+    return name if name[0].isalpha() else f"t{name[: TRAINJOB_NAME_LIMIT - 1]}"
+
+
+def runtime_name(workflow_name: str) -> str:
+    return dns_label(f"{workflow_name}-runtime")
+
+
+def workflow_id(workflow_uid: str) -> str:
+    """The reference's ConfigMap suffix: the first 8 characters of the Workflow's UID."""
+    return workflow_uid.replace("-", "")[:8]
+
+
+def failed_nodes_configmap(workflow_uid: str) -> str:
+    return f"failed-nodes-{workflow_id(workflow_uid)}"
+
+
+def succeeded_nodes_configmap(workflow_uid: str) -> str:
+    return f"succeeded-nodes-{workflow_id(workflow_uid)}"
+
+
+def group_nodes_configmap(workflow_uid: str) -> str:
+    return f"group-nodes-{workflow_id(workflow_uid)}"

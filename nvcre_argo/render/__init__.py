@@ -1,0 +1,1 @@
+"""Rendering: resolved categories → Kubernetes manifests (TrainingRuntime, TrainJob) and Argo Workflows (pure)."""

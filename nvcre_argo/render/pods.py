@@ -1,0 +1,95 @@
+"""Walking the pod templates of a TrainingRuntime spec, and the edits every certification pod gets.
+
+A TrainingRuntime's `template.spec.replicatedJobs[]` each hold a Job template whose `spec.template` is a pod
+template. Every transformation here (scheduler, queue labels, restart policy, tolerations, image, GPUs) is a
+function over those, applied in one fixed order by the runtime renderer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from nvcre_argo.api.spec import TargetSpec
+
+GPU_RESOURCE = "nvidia.com/gpu"
+
+
+def replicated_jobs(runtime_spec: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield from runtime_spec.get("template", {}).get("spec", {}).get("replicatedJobs", [])
+
+
+def _child(parent: dict[str, Any], key: str) -> dict[str, Any]:
+    child: dict[str, Any] = parent.setdefault(key, {})
+    return child
+
+
+def job_template(replicated_job: dict[str, Any]) -> dict[str, Any]:
+    return _child(replicated_job, "template")
+
+
+def pod_template(replicated_job: dict[str, Any]) -> dict[str, Any]:
+    return _child(_child(job_template(replicated_job), "spec"), "template")
+
+
+def pod_spec(replicated_job: dict[str, Any]) -> dict[str, Any]:
+    return _child(pod_template(replicated_job), "spec")
+
+
+def add_label(template: dict[str, Any], key: str, value: str) -> None:
+    labels = template.setdefault("metadata", {}).setdefault("labels", {})
+    labels[key] = value
+    template["metadata"]["labels"] = dict(sorted(labels.items()))
+
+
+def fail_fast(replicated_job: dict[str, Any]) -> None:
+    """A broken node must fail the TrainJob at once, not be retried in place (JobSet's defaults retry)."""
+    job_template(replicated_job).setdefault("spec", {})["backoffLimit"] = 0
+    pod_spec(replicated_job)["restartPolicy"] = "Never"
+
+
+def tolerations_for(target: TargetSpec) -> list[dict[str, Any]]:
+    """Tolerate exactly the selected taints; without taint selectors, tolerate everything (GPU taints vary)."""
+    if not target.taint_selectors:
+        return [{"operator": "Exists"}]
+    tolerations = []
+    for selector in target.taint_selectors:
+        toleration: dict[str, Any] = {"key": selector.key}
+        if selector.value:
+            toleration |= {"operator": "Equal", "value": selector.value}
+        else:
+            toleration["operator"] = "Exists"
+        if selector.effect:
+            toleration["effect"] = selector.effect
+        tolerations.append(toleration)
+    return tolerations
+
+
+def replace_image(replicated_job: dict[str, Any], image: str) -> None:
+    """The primary container, and init containers that shared its original image, get the new image."""
+    spec = pod_spec(replicated_job)
+    containers = spec.get("containers") or []
+    if not containers:
+        return
+    original = containers[0].get("image")
+    containers[0]["image"] = image
+    for init in spec.get("initContainers") or []:
+        if init.get("image") == original:
+            init["image"] = image
+
+
+def set_env(container: dict[str, Any], name: str, value: str) -> None:
+    """Set one environment variable, replacing an existing entry of that name in place."""
+    env = container.setdefault("env", [])
+    for item in env:
+        if item.get("name") == name:
+            item.clear()
+            item.update({"name": name, "value": value})
+            return
+    env.append({"name": name, "value": value})
+
+
+def set_resources(container: dict[str, Any], limits: dict[str, Any], requests: dict[str, Any]) -> None:
+    resources = container.setdefault("resources", {})
+    resources["limits"] = dict(sorted({**resources.get("limits", {}), **limits}.items()))
+    resources["requests"] = dict(sorted({**resources.get("requests", {}), **requests}.items()))

@@ -1,0 +1,83 @@
+"""The category's Kubeflow `TrainingRuntime`: the catalog template with every certification rule applied.
+
+Order matters and is fixed: placeholders, then GPU and NIC requests, training resources, image, pull secrets,
+source repository, tolerations, fail-fast, and last the gang scheduler (so it replaces whatever scheduler a
+catalog entry pinned, as the reference does).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from nvcre_argo.catalog.placeholders import fill_placeholders
+from nvcre_argo.names import LABEL_CATEGORY_INDEX, LABEL_MANAGED_BY, MANAGED_BY
+from nvcre_argo.render import pods
+from nvcre_argo.resolve.category import ResolvedCategory
+from nvcre_argo.resolve.values import GpuValues, placeholder_values
+
+TRAINER_API_VERSION = "trainer.kubeflow.org/v1alpha1"
+SOURCE_REPO_ENV = "NVCRE_SOURCE_REPO"
+
+
+def render_runtime(
+    category: ResolvedCategory,
+    gpu: GpuValues,
+    *,
+    name: str,
+    namespace: str | None,
+    num_nodes: int,
+    owner_references: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The TrainingRuntime manifest for one category (shared by all its groups)."""
+    spec = fill_placeholders(copy.deepcopy(category.entry.runtime), placeholder_values(category, gpu, num_nodes))
+    for replicated_job in pods.replicated_jobs(spec):
+        _apply_certification_rules(category, gpu, replicated_job)
+    metadata: dict[str, Any] = {
+        "name": name,
+        "labels": {
+            LABEL_MANAGED_BY: MANAGED_BY,
+            LABEL_CATEGORY_INDEX: str(category.index),
+            "trainer.kubeflow.org/framework": "mpi" if "mpi" in spec.get("mlPolicy", {}) else "torch",
+        },
+    }
+    if namespace:
+        metadata["namespace"] = namespace
+    if owner_references:
+        metadata["ownerReferences"] = owner_references
+    return {"apiVersion": TRAINER_API_VERSION, "kind": "TrainingRuntime", "metadata": metadata, "spec": spec}
+
+
+def _apply_certification_rules(category: ResolvedCategory, gpu: GpuValues, replicated_job: dict[str, Any]) -> None:
+    job_name = replicated_job.get("name")
+    pod_spec = pods.pod_spec(replicated_job)
+    containers = pod_spec.get("containers") or []
+    if job_name in category.entry.gpu_replicated_jobs and containers:
+        _request_devices(category, gpu, containers[0])
+    if category.image:
+        pods.replace_image(replicated_job, category.image)
+    if category.image_pull_secrets:
+        pod_spec["imagePullSecrets"] = [{"name": name} for name in category.image_pull_secrets]
+    if category.source_repo:
+        for container in [*pod_spec.get("initContainers", []), *containers]:
+            if any(item.get("name") == SOURCE_REPO_ENV for item in container.get("env", [])):
+                pods.set_env(container, SOURCE_REPO_ENV, category.source_repo)
+    pod_spec["tolerations"] = pods.tolerations_for(category.target)
+    pods.fail_fast(replicated_job)
+    if category.gang:
+        pod_spec["schedulerName"] = category.gang.scheduler_name
+        pods.add_label(pods.job_template(replicated_job), category.gang.queue_label_key, category.gang.queue)
+        pods.add_label(pods.pod_template(replicated_job), category.gang.queue_label_key, category.gang.queue)
+
+
+def _request_devices(category: ResolvedCategory, gpu: GpuValues, container: dict[str, Any]) -> None:
+    """GPUs (and RDMA NICs when named) as both request and limit; training containers get CPU/memory too."""
+    devices: dict[str, Any] = {pods.GPU_RESOURCE: gpu.gpus_per_node}
+    nic = category.options.nic_resource_name
+    if nic and gpu.mlnx_per_node > 0:
+        devices[nic] = gpu.mlnx_per_node
+    limits, requests = dict(devices), dict(devices)
+    if category.resources is not None:
+        limits |= category.resources.limits
+        requests |= category.resources.requests
+    pods.set_resources(container, limits, requests)

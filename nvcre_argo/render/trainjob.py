@@ -1,0 +1,91 @@
+"""The `TrainJob` of one node group (Kubeflow Trainer v2.2+/v2.3 API).
+
+Labels: the resolved workload labels (catalog → global → category → queue), plus the controller-owned keys
+linking it to its certification, category and group. The group is pinned to its nodes with a required
+`kubernetes.io/hostname` node affinity through `runtimePatches` (the v2.2+ way to patch pod templates), on the
+replicated jobs the catalog entry names.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+from nvcre_argo.catalog.placeholders import fill_placeholders
+from nvcre_argo.names import (
+    LABEL_CATEGORY_INDEX,
+    LABEL_CERTIFICATION,
+    LABEL_GROUP,
+    LABEL_MANAGED_BY,
+    MANAGED_BY,
+    PATCH_MANAGER,
+)
+from nvcre_argo.render.runtime import TRAINER_API_VERSION
+from nvcre_argo.resolve.category import ResolvedCategory
+from nvcre_argo.resolve.values import GpuValues, placeholder_values
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+def render_trainjob(
+    category: ResolvedCategory,
+    gpu: GpuValues,
+    *,
+    name: str,
+    namespace: str | None,
+    certification: str,
+    runtime_name: str,
+    group: str,
+    nodes: Sequence[str],
+    owner_references: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The TrainJob manifest for one group of `nodes`."""
+    trainer = fill_placeholders(copy.deepcopy(category.entry.trainer), placeholder_values(category, gpu, len(nodes)))
+    trainer["numNodes"] = len(nodes)
+    if category.image:
+        trainer["image"] = category.image
+    labels = {
+        **category.workload_labels,
+        LABEL_MANAGED_BY: MANAGED_BY,
+        LABEL_CERTIFICATION: certification,
+        LABEL_CATEGORY_INDEX: str(category.index),
+        LABEL_GROUP: group,
+    }
+    metadata: dict[str, Any] = {"name": name, "labels": dict(sorted(labels.items()))}
+    if namespace:
+        metadata["namespace"] = namespace
+    if owner_references:
+        metadata["ownerReferences"] = owner_references
+    spec: dict[str, Any] = {
+        "runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "TrainingRuntime", "name": runtime_name},
+        "trainer": trainer,
+    }
+    if category.options.placement != "Unpinned":
+        spec["runtimePatches"] = [_pin_to_nodes(category.entry.pinned_replicated_jobs, nodes)]
+    return {"apiVersion": TRAINER_API_VERSION, "kind": "TrainJob", "metadata": metadata, "spec": spec}
+
+
+def _pin_to_nodes(replicated_jobs: Sequence[str], nodes: Sequence[str]) -> dict[str, Any]:
+    affinity = {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": HOSTNAME_LABEL, "operator": "In", "values": sorted(nodes)}]}
+                ]
+            }
+        }
+    }
+    return {
+        "manager": PATCH_MANAGER,
+        "trainingRuntimeSpec": {
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {"name": job, "template": {"spec": {"template": {"spec": {"affinity": affinity}}}}}
+                        for job in replicated_jobs
+                    ]
+                }
+            }
+        },
+    }

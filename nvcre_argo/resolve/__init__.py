@@ -1,0 +1,1 @@
+"""Resolution: from a Certification and the catalog to exactly what each category will run (pure)."""

@@ -1,0 +1,175 @@
+"""Resolve every category of a Certification against the catalog: the compile-time half of resolution.
+
+Everything that does not need the cluster is decided here and fails here, with a field path: the catalog
+entry, merged options, workload labels, gang scheduler, resources, image, pull secrets, source repository and
+thresholds. What needs the cluster (the nodes, their GPU architecture and what depends on it, the groups) is
+left for the plan step, which finishes the job with `finalize` (same code, run time). The result is a
+serialisable model because the compiler embeds it in each category's Workflow for the steps to read.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from nvcre_argo.api.options import THRESHOLD_KEYS, CategoryOptions
+from nvcre_argo.api.spec import CertificationSpec, TargetSpec
+from nvcre_argo.catalog.loader import Catalog
+from nvcre_argo.catalog.model import CatalogEntry
+from nvcre_argo.cel import threshold_problem
+from nvcre_argo.errors import FieldError, MapKey
+from nvcre_argo.quantity import parse_quantity
+from nvcre_argo.resolve.labels import GangScheduling, merge_workload_labels, resolve_gang
+from nvcre_argo.resolve.options import EffectiveOptions, merge_options
+
+DEFAULT_LIMITS = {"cpu": "128", "memory": "800Gi"}
+DEFAULT_REQUESTS = {"cpu": "64", "memory": "500Gi"}
+
+
+class _Resolved(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ResolvedGang(_Resolved):
+    scheduler_name: str
+    queue: str
+    queue_label_key: str
+
+
+class ResolvedResources(_Resolved):
+    """CPU/memory of training containers; each of the four values fell back to its default on its own."""
+
+    limits: dict[str, str]
+    requests: dict[str, str]
+
+
+class ResolvedCategory(_Resolved):
+    """One category, resolved as far as possible without the cluster."""
+
+    index: int
+    domain: str
+    variant: str
+    entry: CatalogEntry
+    options: CategoryOptions
+    target: TargetSpec
+    workload_labels: dict[str, str]
+    gang: ResolvedGang | None
+    resources: ResolvedResources | None
+    image: str | None
+    image_pull_secrets: list[str]
+    source_repo: str | None
+    thresholds: dict[str, str]
+    timeout_per_job: str
+    enable_mnnvl: bool | None
+
+    @property
+    def key(self) -> str:
+        return f"{self.domain}/{self.variant}"
+
+
+def resolve_certification(spec: CertificationSpec, catalog: Catalog) -> tuple[list[ResolvedCategory], list[FieldError]]:
+    """Every category resolved, or every error found across all of them (in category order)."""
+    gang = resolve_gang(spec)
+    resolved: list[ResolvedCategory] = []
+    errors: list[FieldError] = []
+    for index, category in enumerate(spec.categories):
+        entry = catalog.find(category.domain, category.variant)
+        if entry is None:
+            errors.append(_unknown_category(index, category.domain, category.variant, catalog))
+            continue
+        result, category_errors = _resolve_category(spec, index, entry, gang)
+        errors.extend(category_errors)
+        if result is not None:
+            resolved.append(result)
+    return resolved, errors
+
+
+def _unknown_category(index: int, domain: str, variant: str, catalog: Catalog) -> FieldError:
+    same_domain = [key for key in catalog.names() if key.startswith(f"{domain}/")]
+    known = ", ".join(same_domain or catalog.names())
+    return FieldError(
+        ("spec", "categories", index),
+        "unknown-category",
+        f'no catalog entry "{domain}/{variant}"; known: {known}',
+    )
+
+
+def _resolve_category(
+    spec: CertificationSpec, index: int, entry: CatalogEntry, gang: GangScheduling | None
+) -> tuple[ResolvedCategory | None, list[FieldError]]:
+    effective = merge_options(spec, index)
+    options = effective.options
+    labels = merge_workload_labels(catalog_labels=entry.labels, spec=spec, index=index, gang=gang)
+    resources, resource_errors = _resolve_resources(effective, entry)
+    thresholds, threshold_errors = _resolve_thresholds(effective)
+    errors = [*labels.errors, *resource_errors, *threshold_errors]
+    if errors:
+        return None, errors
+    category = spec.categories[index]
+    return (
+        ResolvedCategory(
+            index=index,
+            domain=category.domain,
+            variant=category.variant,
+            entry=entry,
+            options=options,
+            target=spec.target,
+            workload_labels=labels.labels,
+            gang=ResolvedGang(**vars(gang)) if gang else None,
+            resources=resources,
+            image=options.image,
+            image_pull_secrets=[secret.name for secret in options.image_pull_secrets or []],
+            source_repo=options.source_repo,
+            thresholds=thresholds,
+            timeout_per_job=options.timeout_per_job or entry.defaults.timeout_per_job,
+            enable_mnnvl=options.enable_mnnvl,
+        ),
+        [],
+    )
+
+
+def _resolve_resources(
+    effective: EffectiveOptions, entry: CatalogEntry
+) -> tuple[ResolvedResources | None, list[FieldError]]:
+    """Training entries only: each of the four values falls back independently, then request <= limit."""
+    if not entry.training:
+        return None, []
+    given = effective.options.resources
+    limits, requests = dict(DEFAULT_LIMITS), dict(DEFAULT_REQUESTS)
+    for side, values in (("limits", limits), ("requests", requests)):
+        chosen = getattr(given, side) if given else None
+        for name in ("cpu", "memory"):
+            value = getattr(chosen, name) if chosen else None
+            if value is not None:
+                values[name] = str(value)
+    errors = []
+    for name in ("cpu", "memory"):
+        request, limit = parse_quantity(requests[name]), parse_quantity(limits[name])
+        if request is not None and limit is not None and request > limit:
+            errors.append(
+                FieldError(
+                    (*effective.origin("resources"), "requests", name),
+                    "rule",
+                    f"requests.{name} must not exceed limits.{name} "
+                    f"({requests[name]} > {limits[name]} once defaults are applied)",
+                )
+            )
+    return ResolvedResources(limits=limits, requests=requests), errors
+
+
+def _resolve_thresholds(effective: EffectiveOptions) -> tuple[dict[str, str], list[FieldError]]:
+    thresholds = effective.options.thresholds or {}
+    path = effective.origin("thresholds")
+    unknown = sorted(key for key in thresholds if key not in THRESHOLD_KEYS)
+    errors = []
+    if unknown:
+        errors.append(
+            FieldError(
+                path,
+                "unknown-threshold",
+                f"unknown threshold key(s) [{', '.join(unknown)}]; valid keys: [{', '.join(THRESHOLD_KEYS)}]",
+            )
+        )
+    for key, expression in thresholds.items():
+        if key in THRESHOLD_KEYS and (problem := threshold_problem(expression)):
+            errors.append(FieldError((*path, MapKey(key)), "invalid-threshold", f'Threshold "{key}": {problem}'))
+    return dict(sorted(thresholds.items())), errors
