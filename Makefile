@@ -19,8 +19,11 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m pip install --quiet -e '.[dev]'
 	@touch $@
 
-run: $(STAMP) ## Validate the seed example Certification (the main job on the embedded default)
+run: $(STAMP) ## Validate and compile the example Certification with the built-in catalog
 	$(VENV)/bin/nvcre-argo validate $(EXAMPLE)
+	@mkdir -p build
+	$(VENV)/bin/nvcre-compile $(EXAMPLE) -o build
+	@echo "Compiled: submit with 'argo submit build/gpu-cluster-cert.yaml' after 'kubectl apply -f workflow_templates/'"
 
 test: lint types contracts check-generated testbin ## Everything CI checks: lint, types, layers, drift, all tests
 	$(PYTHON) -m pytest $(PYTEST_ARGS)
@@ -44,12 +47,14 @@ integration: $(STAMP) testbin ## Integration tests against a real kube-apiserver
 testbin: ## Build kube-apiserver, etcd (and kcm, scheduler) from Go modules into ~/.cache (once per version)
 	bash hack/testbin.sh build
 
-generate: $(STAMP) ## Regenerate committed generated files (the CRD)
+generate: $(STAMP) ## Regenerate committed generated files (the CRD, workflow_templates/)
 	$(VENV)/bin/nvcre-argo crd > crds/nvcre.nvidia.com_certifications.yaml
+	$(VENV)/bin/nvcre-argo templates -o workflow_templates
 
 check-generated: $(STAMP) ## Fail when committed generated files drift from their generators
 	@$(VENV)/bin/nvcre-argo crd | diff -u crds/nvcre.nvidia.com_certifications.yaml - \
 	  || { echo "crds/ is stale: run 'make generate' and commit the result" >&2; exit 1; }
+	@$(VENV)/bin/nvcre-argo templates -o workflow_templates --check
 
 snapshots: $(STAMP) ## Update syrupy snapshots after reviewing the change
 	$(PYTHON) -m pytest -m 'not k8s' --snapshot-update $(PYTEST_ARGS)

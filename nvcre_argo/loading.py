@@ -96,7 +96,7 @@ def convert_errors(details: Iterable[ErrorDetails], document: Any) -> list[Field
     converted: dict[tuple[Path, str], FieldError] = {}
     for detail in details:
         for error in _field_errors(detail):
-            key = (error.path, error.kind)
+            key = (error.path, error.kind if error.kind == "type" else error.message)
             if key in converted and error.kind == "type":
                 continue  # a union reports one type error per member; one line says it
             converted.setdefault(key, error)

@@ -48,9 +48,24 @@ def category_step_name(domain: str, variant: str) -> str:
     return dns_label(f"{domain}-{variant}")
 
 
-def category_workflow_prefix(certification: str, index: int, variant: str) -> str:
-    """generateName of a category's Workflow: the certification, the index, the variant."""
-    return dns_label(f"{certification}-{index}-{variant}", DNS_LABEL_LIMIT - 6) + "-"
+# Argo appends 5 random characters to a generateName; a category Workflow adds `-<index>` (up to 3 more).
+_PARENT_PREFIX_LIMIT = DNS_LABEL_LIMIT - 5 - 3 - 1
+
+
+def certification_workflow_prefix(certification: str) -> str:
+    """generateName of the certification Workflow, short enough for its category Workflows' names."""
+    return dns_label(certification, _PARENT_PREFIX_LIMIT) + "-"
+
+
+def category_step_names(categories: list[tuple[str, str]]) -> list[str]:
+    """Step names equal to `domain-variant`, so the Argo graph reads like the spec; repeats get `-2`, `-3`."""
+    seen: dict[str, int] = {}
+    names = []
+    for domain, variant in categories:
+        base = category_step_name(domain, variant)
+        seen[base] = seen.get(base, 0) + 1
+        names.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
+    return names
 
 
 def trainjob_name(workflow_name: str, group: str, iteration: int = 0) -> str:

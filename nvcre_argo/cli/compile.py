@@ -1,22 +1,129 @@
-"""`nvcre-compile`: the GitOps compiler entry point."""
+"""`nvcre-compile`: the GitOps compiler. `nvcre-compile cert.yaml | argo submit -`, or `-o DIR` to commit.
+
+All inputs are validated and compiled before anything is written: a Certification that cannot be compiled
+produces no output at all. `--check DIR` compares committed output with what would be written and exits 1
+with a diff when it is stale, for a GitOps repository's CI.
+"""
 
 from __future__ import annotations
 
+import difflib
+import json
+import sys
+from pathlib import Path
+
 import click
 
-from nvcre_argo import __version__
+from nvcre_argo import __version__, contract
+from nvcre_argo.cli.catalog import catalog_dir_option, open_catalog
+from nvcre_argo.cli.inputs import load_all, report_invalid
+from nvcre_argo.cli.resolve import gpu_arch_option
 from nvcre_argo.cli.validate import validate_files
+from nvcre_argo.compiler import CompiledCertification, CompileOptions, compile_certifications
+from nvcre_argo.errors import DocumentError
+from nvcre_argo.yamlio import dump_yaml, dump_yaml_documents
+
+
+def render_output(compiled: list[CompiledCertification], output_format: str) -> dict[str, str]:
+    """File name → text for `-o DIR` (one file per Certification)."""
+    files: dict[str, str] = {}
+    for item in compiled:
+        file_name = f"{item.certification}.{output_format}"
+        if file_name in files:
+            raise click.UsageError(
+                f"two Certifications are named {item.certification}; write them to separate directories"
+            )
+        files[file_name] = _serialise(item, output_format)
+    return files
+
+
+def _serialise(item: CompiledCertification, output_format: str) -> str:
+    if output_format == "json":
+        return json.dumps(item.workflow, indent=2) + "\n"
+    return dump_yaml(item.workflow)
+
+
+def _check(files: dict[str, str], directory: Path) -> int:
+    stale = 0
+    for file_name, expected in files.items():
+        path = directory / file_name
+        actual = path.read_text(encoding="utf-8") if path.is_file() else ""
+        if actual != expected:
+            stale += 1
+            diff = difflib.unified_diff(
+                actual.splitlines(keepends=True), expected.splitlines(keepends=True), str(path), f"{path} (compiled)"
+            )
+            sys.stdout.writelines(diff)
+    if stale:
+        click.echo(f"{stale} compiled file(s) in {directory} are stale; run nvcre-compile -o {directory}", err=True)
+        return 1
+    click.echo(f"{len(files)} compiled file(s) in {directory} are up to date", err=True)
+    return 0
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="nvcre-compile")
 @click.argument("files", nargs=-1, required=True)
+@click.option(
+    "-o", "--output", default="-", show_default=True, help="Directory to write <name>.yaml files into, or - for stdout."
+)
+@click.option("--format", "output_format", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True)
+@catalog_dir_option
+@click.option("--namespace", default=None, help="Namespace of the Workflows (default: the Certification's).")
+@click.option("--name", default=None, help="Pin the certification Workflow's name instead of generateName.")
+@click.option(
+    "--step-image", default=contract.DEFAULT_STEP_IMAGE, show_default=True, help="Image of the step containers."
+)
+@gpu_arch_option
+@click.option(
+    "--check",
+    "check_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Exit 1 with a diff when DIR holds stale output.",
+)
 @click.option("--validate-only", is_flag=True, help="Only validate the Certifications; write nothing.")
-def compile_command(files: tuple[str, ...], validate_only: bool) -> None:
+def compile_command(
+    files: tuple[str, ...],
+    output: str,
+    output_format: str,
+    catalog_dirs: tuple[Path, ...],
+    namespace: str | None,
+    name: str | None,
+    step_image: str,
+    gpu_arch: str | None,
+    check_dir: Path | None,
+    validate_only: bool,
+) -> None:
     """Compile Certification files into Argo Workflows ('-' reads standard input)."""
-    if not validate_only:
-        raise click.UsageError("compiling is not available yet; use --validate-only")
-    raise SystemExit(validate_files(files))
+    if validate_only:
+        raise SystemExit(validate_files(files))
+    try:
+        loaded = load_all(files)
+        if name and len(loaded) > 1:
+            raise click.UsageError("--name pins one Workflow name; give exactly one Certification")
+        options = CompileOptions(step_image=step_image, namespace=namespace, name=name, gpu_architecture=gpu_arch)
+        compiled = compile_certifications(loaded, catalog=open_catalog(catalog_dirs), options=options)
+    except DocumentError as error:
+        report_invalid(error)
+        raise SystemExit(1) from None
+    if check_dir is not None:
+        raise SystemExit(_check(render_output(compiled, output_format), check_dir))
+    if output == "-":
+        if output_format == "json" and len(compiled) > 1:
+            raise click.UsageError("--format json writes one object; use -o DIR for several Certifications")
+        text = (
+            _serialise(compiled[0], "json")
+            if output_format == "json"
+            else dump_yaml_documents([item.workflow for item in compiled])
+        )
+        click.echo(text, nl=False)
+        return
+    directory = Path(output)
+    directory.mkdir(parents=True, exist_ok=True)
+    for file_name, text in render_output(compiled, output_format).items():
+        (directory / file_name).write_text(text, encoding="utf-8")
+        click.echo(f"wrote {directory / file_name}", err=True)
 
 
 def main() -> None:

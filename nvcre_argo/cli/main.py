@@ -8,6 +8,8 @@ from nvcre_argo import __version__
 from nvcre_argo.api.crd import build_crd
 from nvcre_argo.cli.catalog import catalog_group
 from nvcre_argo.cli.resolve import resolve_command
+from nvcre_argo.cli.step import step_group
+from nvcre_argo.cli.templates import templates_command
 from nvcre_argo.cli.validate import validate_command
 from nvcre_argo.yamlio import dump_yaml
 
@@ -27,6 +29,8 @@ def crd_command() -> None:
 cli.add_command(validate_command)
 cli.add_command(catalog_group)
 cli.add_command(resolve_command)
+cli.add_command(templates_command)
+cli.add_command(step_group)
 
 
 def main() -> None:

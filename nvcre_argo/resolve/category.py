@@ -60,6 +60,7 @@ class ResolvedCategory(_Resolved):
     thresholds: dict[str, str]
     timeout_per_job: str
     enable_mnnvl: bool | None
+    gpu_architecture: str | None = None
 
     @property
     def key(self) -> str:

@@ -1,0 +1,56 @@
+"""What the compiled Argo Workflows and the in-workflow steps (`nvcre-argo step ...`) agree on.
+
+One module for the names both sides use: template and parameter names, the environment the step containers
+read, and the files their outputs are collected from. Changing a value here changes both sides at once.
+"""
+
+from __future__ import annotations
+
+from nvcre_argo import __version__
+from nvcre_argo.names import dns_label
+
+DEFAULT_STEP_IMAGE = f"nvcre-argo:{__version__}"
+WORKFLOW_SERVICE_ACCOUNT = "nvcre-argo-workflow"
+STEP_USER_ID = 65532
+
+# The category WorkflowTemplate (one per catalog entry) and its parameters.
+TEMPLATE_PREFIX = "nvcre"
+PARAM_CATEGORY = "category"
+PARAM_CERTIFICATION = "certification"
+
+# Templates inside the category WorkflowTemplate.
+TEMPLATE_CATEGORY = "category"
+TEMPLATE_PLAN = "plan"
+TEMPLATE_RUN_GROUP = "run-group"
+TEMPLATE_RECORD = "record"
+TEMPLATE_CLEANUP = "cleanup"
+
+# Templates inside the certification (parent) Workflow.
+TEMPLATE_CERTIFICATION = "certification"
+TEMPLATE_VERDICT = "verdict"
+
+
+def category_template_name(domain: str, variant: str) -> str:
+    """The WorkflowTemplate that runs one catalog entry: `nvcre-<domain>-<variant>`."""
+    return dns_label(f"{TEMPLATE_PREFIX}-{domain}-{variant}")
+
+
+# Outputs: small values only (names and counts); node lists and logs go to ConfigMaps.
+OUTPUT_GROUPS = "groups"
+OUTPUT_FAILED_NODES_REF = "failed-nodes-ref"
+OUTPUT_SUCCEEDED_NODES_REF = "succeeded-nodes-ref"
+OUTPUT_DIR = "/tmp/nvcre"  # noqa: S108 - inside the step container, an emptyDir
+GROUPS_FILE = f"{OUTPUT_DIR}/groups.json"
+FAILED_NODES_REF_FILE = f"{OUTPUT_DIR}/failed-nodes-ref"
+SUCCEEDED_NODES_REF_FILE = f"{OUTPUT_DIR}/succeeded-nodes-ref"
+
+# Environment of the step containers.
+ENV_CATEGORY = "NVCRE_CATEGORY"
+ENV_CERTIFICATION = "NVCRE_CERTIFICATION"
+ENV_WORKFLOW_NAME = "NVCRE_WORKFLOW_NAME"
+ENV_WORKFLOW_UID = "NVCRE_WORKFLOW_UID"
+ENV_NAMESPACE = "NVCRE_NAMESPACE"
+ENV_GROUP = "NVCRE_GROUP"
+ENV_NODES = "NVCRE_NODES"
+ENV_ITERATION = "NVCRE_ITERATION"
+ENV_STATUSES = "NVCRE_CATEGORY_STATUSES"

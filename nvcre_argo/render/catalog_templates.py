@@ -1,0 +1,52 @@
+"""`workflow_templates/`: one runnable WorkflowTemplate per catalog entry.
+
+Each is the entry's category WorkflowTemplate with, as the default `category` argument, the entry resolved
+for a default Certification (every node labelled `nvidia.com/gpu.present=true`, no gang scheduler), so it can
+be submitted alone from the Argo UI or `argo submit --from workflowtemplate/<name>`, with the argument edited
+to taste. Certification Workflows reference the same templates.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nvcre_argo.api.certification import Certification
+from nvcre_argo.catalog.loader import Catalog
+from nvcre_argo.catalog.model import CatalogEntry
+from nvcre_argo.contract import category_template_name
+from nvcre_argo.errors import CompileError
+from nvcre_argo.render.category_template import build_category_template
+from nvcre_argo.render.certification_workflow import category_arguments
+from nvcre_argo.resolve.category import resolve_certification
+
+DEFAULT_TARGET = {"nodeSelector": {"nvidia.com/gpu.present": "true"}}
+
+
+def default_certification(entry: CatalogEntry) -> Certification:
+    return Certification.model_validate(
+        {
+            "apiVersion": "nvcre.nvidia.com/v1alpha1",
+            "kind": "Certification",
+            "metadata": {"name": category_template_name(entry.domain, entry.variant)},
+            "spec": {"target": DEFAULT_TARGET, "categories": [{"domain": entry.domain, "variant": entry.variant}]},
+        },
+        by_alias=True,
+    )
+
+
+def build_catalog_templates(catalog: Catalog, *, step_image: str) -> dict[str, dict[str, Any]]:
+    """File name (`<template name>.yaml`) → WorkflowTemplate, for every entry in the catalog."""
+    templates: dict[str, dict[str, Any]] = {}
+    for entry in catalog.entries.values():
+        resolved, errors = resolve_certification(default_certification(entry).spec, catalog)
+        if errors:
+            raise CompileError(error.at(catalog.sources[entry.key]) for error in errors)
+        name = category_template_name(entry.domain, entry.variant)
+        templates[f"{name}.yaml"] = build_category_template(
+            domain=entry.domain,
+            variant=entry.variant,
+            description=entry.description,
+            default_category=category_arguments(resolved[0]),
+            step_image=step_image,
+        )
+    return templates

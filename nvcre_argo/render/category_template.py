@@ -1,0 +1,168 @@
+"""The category WorkflowTemplate: how one catalog entry runs inside Argo (built with Hera).
+
+    plan ──▶ run-group x N (withParam over the planned groups) ──▶ record ;  onExit: cleanup
+
+Every step is `nvcre-argo step <name>` in the package's own image, as a non-root user, reading the resolved
+category from the `category` parameter (JSON) through its environment, never through shell text. Group
+concurrency (`maxConcurrent`) is the child Workflow's `spec.parallelism`, set by the certification Workflow,
+because Argo's template-level parallelism is a fixed integer and this template is shared; `repeatCount` runs
+inside the run step, group by group. Why a WorkflowTemplate rather than a Workflow embedded in the
+certification Workflow: Argo resolves `{{...}}` in an embedded manifest and offers no escape (argo-workflows
+#12634), so the certification Workflow creates small Workflows that reference these templates instead.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hera.workflows import Container, Parameter, Steps, WorkflowTemplate
+from hera.workflows import models as m
+
+from nvcre_argo import __version__, contract
+from nvcre_argo.names import (
+    LABEL_DOMAIN,
+    LABEL_MANAGED_BY,
+    LABEL_ROLE,
+    LABEL_VARIANT,
+    MANAGED_BY,
+    ROLE_CATEGORY,
+)
+
+LABEL_VERSION = "nvcre.nvidia.com/version"
+STEP_RESOURCES = m.ResourceRequirements(
+    requests={"cpu": "100m", "memory": "128Mi"}, limits={"cpu": "1", "memory": "512Mi"}
+)
+
+
+def _step_env(*extra: m.EnvVar) -> list[m.EnvVar]:
+    """What every step reads: the resolved category and where it runs (Argo fills the `{{...}}`)."""
+    return [
+        m.EnvVar(name=contract.ENV_CATEGORY, value=f"{{{{workflow.parameters.{contract.PARAM_CATEGORY}}}}}"),
+        m.EnvVar(name=contract.ENV_CERTIFICATION, value=f"{{{{workflow.parameters.{contract.PARAM_CERTIFICATION}}}}}"),
+        m.EnvVar(name=contract.ENV_WORKFLOW_NAME, value="{{workflow.name}}"),
+        m.EnvVar(name=contract.ENV_WORKFLOW_UID, value="{{workflow.uid}}"),
+        m.EnvVar(name=contract.ENV_NAMESPACE, value="{{workflow.namespace}}"),
+        *extra,
+    ]
+
+
+def _container_security() -> m.SecurityContext:
+    return m.SecurityContext(
+        allow_privilege_escalation=False,
+        read_only_root_filesystem=True,
+        run_as_non_root=True,
+        capabilities=m.Capabilities(drop=["ALL"]),
+    )
+
+
+def _step(name: str, image: str, args: list[str], **kwargs: Any) -> Container:
+    return Container(
+        name=name,
+        image=image,
+        command=["nvcre-argo", "step"],
+        args=args,
+        resources=STEP_RESOURCES,
+        security_context=_container_security(),
+        volume_mounts=[m.VolumeMount(name="scratch", mount_path=contract.OUTPUT_DIR)],
+        **kwargs,
+    )
+
+
+def pod_security_context() -> m.PodSecurityContext:
+    return m.PodSecurityContext(
+        run_as_non_root=True,
+        run_as_user=contract.STEP_USER_ID,
+        run_as_group=contract.STEP_USER_ID,
+        fs_group=contract.STEP_USER_ID,
+        seccomp_profile=m.SeccompProfile(type="RuntimeDefault"),
+    )
+
+
+def build_category_template(
+    *, domain: str, variant: str, description: str, default_category: str, step_image: str
+) -> dict[str, Any]:
+    """The WorkflowTemplate for one catalog entry; `default_category` is its resolved JSON for the UI."""
+    name = contract.category_template_name(domain, variant)
+    retry_on_error = m.RetryStrategy(limit="2", retry_policy="OnError")
+    with WorkflowTemplate(
+        name=name,
+        labels={
+            LABEL_MANAGED_BY: MANAGED_BY,
+            LABEL_DOMAIN: domain,
+            LABEL_VARIANT: variant,
+            LABEL_VERSION: __version__,
+        },
+        annotations={
+            "workflows.argoproj.io/title": f"{domain}/{variant}",
+            "workflows.argoproj.io/description": description,
+        },
+        entrypoint=contract.TEMPLATE_CATEGORY,
+        on_exit=contract.TEMPLATE_CLEANUP,
+        service_account_name=contract.WORKFLOW_SERVICE_ACCOUNT,
+        security_context=pod_security_context(),
+        workflow_metadata=m.WorkflowMetadata(
+            labels={LABEL_ROLE: ROLE_CATEGORY, LABEL_DOMAIN: domain, LABEL_VARIANT: variant}
+        ),
+        volumes=[m.Volume(name="scratch", empty_dir=m.EmptyDirVolumeSource())],
+        arguments=[
+            Parameter(
+                name=contract.PARAM_CATEGORY,
+                value=default_category,
+                description="The resolved category (JSON), as compiled from a Certification.",
+            ),
+            Parameter(
+                name=contract.PARAM_CERTIFICATION,
+                value=name,
+                description="Certification name recorded on TrainJobs and ConfigMaps.",
+            ),
+        ],
+    ) as template:
+        plan = _step(
+            contract.TEMPLATE_PLAN,
+            step_image,
+            ["plan"],
+            env=_step_env(),
+            retry_strategy=retry_on_error,
+            outputs=[Parameter(name=contract.OUTPUT_GROUPS, value_from=m.ValueFrom(path=contract.GROUPS_FILE))],
+        )
+        run_group = _step(
+            contract.TEMPLATE_RUN_GROUP,
+            step_image,
+            ["run"],
+            inputs=[Parameter(name="group"), Parameter(name="nodes")],
+            env=_step_env(
+                m.EnvVar(name=contract.ENV_GROUP, value="{{inputs.parameters.group}}"),
+                m.EnvVar(name=contract.ENV_NODES, value="{{inputs.parameters.nodes}}"),
+            ),
+        )
+        record = _step(
+            contract.TEMPLATE_RECORD,
+            step_image,
+            ["record"],
+            env=_step_env(),
+            retry_strategy=retry_on_error,
+            outputs=[
+                Parameter(
+                    name=contract.OUTPUT_FAILED_NODES_REF, value_from=m.ValueFrom(path=contract.FAILED_NODES_REF_FILE)
+                ),
+                Parameter(
+                    name=contract.OUTPUT_SUCCEEDED_NODES_REF,
+                    value_from=m.ValueFrom(path=contract.SUCCEEDED_NODES_REF_FILE),
+                ),
+            ],
+        )
+        _step(contract.TEMPLATE_CLEANUP, step_image, ["cleanup"], env=_step_env(), retry_strategy=retry_on_error)
+        with Steps(name=contract.TEMPLATE_CATEGORY):
+            plan(name=contract.TEMPLATE_PLAN)
+            run_group(
+                name="group",
+                with_param=f"{{{{steps.{contract.TEMPLATE_PLAN}.outputs.parameters.{contract.OUTPUT_GROUPS}}}}}",
+                arguments=[
+                    Parameter(name="group", value="{{item.name}}"),
+                    Parameter(name="nodes", value="{{item.nodes}}"),
+                ],
+                continue_on=m.ContinueOn(failed=True),
+            )
+            record(name=contract.TEMPLATE_RECORD)
+    result: dict[str, Any] = template.to_dict()
+    return result
