@@ -20,6 +20,7 @@ from pydantic_core import ErrorDetails
 
 from nvcre_argo.api.certification import API_VERSION, KIND, Certification
 from nvcre_argo.api.crd import certification_schema
+from nvcre_argo.api.rulecheck import rule_errors
 from nvcre_argo.errors import FieldError, InvalidDocumentError, MapKey, Path, PathElement
 from nvcre_argo.yamlio import YamlSyntaxError, load_yaml_documents
 
@@ -72,7 +73,8 @@ def parse_certification(document: Any, source: str) -> Certification:
     try:
         return Certification.model_validate(document, by_alias=True, by_name=False)
     except ValidationError as error:
-        raise InvalidDocumentError(problem.at(source) for problem in convert_errors(error.errors(), document)) from None
+        problems = convert_errors(error.errors(), document, rule_errors(document, _schema()))
+        raise InvalidDocumentError(problem.at(source) for problem in problems) from None
 
 
 def _header_errors(document: dict[Any, Any]) -> list[FieldError]:
@@ -91,15 +93,17 @@ def _header_errors(document: dict[Any, Any]) -> list[FieldError]:
     return errors
 
 
-def convert_errors(details: Iterable[ErrorDetails], document: Any) -> list[FieldError]:
-    """pydantic error details → FieldErrors in document order, one per problem."""
+def convert_errors(
+    details: Iterable[ErrorDetails], document: Any, rule_violations: Iterable[FieldError] = ()
+) -> list[FieldError]:
+    """pydantic error details (plus the raw document's rule violations) → FieldErrors in document order,
+    one per problem."""
     converted: dict[tuple[Path, str], FieldError] = {}
-    for detail in details:
-        for error in _field_errors(detail):
-            key = (error.path, error.kind if error.kind == "type" else error.message)
-            if key in converted and error.kind == "type":
-                continue  # a union reports one type error per member; one line says it
-            converted.setdefault(key, error)
+    pydantic_errors = (error for detail in details for error in _field_errors(detail))
+    for error in (*pydantic_errors, *rule_violations):
+        # A union reports one type error per member, and a rule may be found by both passes: one line each.
+        key = (error.path, error.kind if error.kind == "type" else error.message)
+        converted.setdefault(key, error)
     return sorted(converted.values(), key=lambda error: _document_order(error.path, document))
 
 
@@ -194,6 +198,8 @@ def _describe_error(detail: ErrorDetails, schema: dict[str, Any]) -> tuple[str, 
         return "enum", f"must be one of {allowed}, got {_describe(value)}"
     if kind == "rule":
         return "rule", detail["msg"]
+    if kind == "invalid_key":
+        return "type", f"map keys must be strings, got {_describe(value)}"
     if kind in _TYPE_NAMES:
         expected = _expected_type(schema) or _TYPE_NAMES[kind]
         return "type", f"must be {expected}, got {_describe(value)}"

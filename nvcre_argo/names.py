@@ -18,6 +18,8 @@ LABEL_DOMAIN = f"{GROUP}/domain"
 LABEL_VARIANT = f"{GROUP}/variant"
 LABEL_GROUP = f"{GROUP}/group"
 LABEL_ROLE = f"{GROUP}/role"
+LABEL_WORKFLOW = f"{GROUP}/workflow"
+LABEL_RECORD = f"{GROUP}/record"
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGED_BY = "nvcre-argo"
 ROLE_PARENT = "certification"
@@ -73,7 +75,7 @@ def trainjob_name(workflow_name: str, group: str, iteration: int = 0) -> str:
     suffix = f"-{group}" + (f"-i{iteration}" if iteration else "")
     stem = dns_label(workflow_name, TRAINJOB_NAME_LIMIT - len(suffix))
     name = f"{stem}{suffix}"
-    return name if name[0].isalpha() else f"t{name[: TRAINJOB_NAME_LIMIT - 1]}"
+    return name if name[0].isalpha() else f"t{dns_label(workflow_name, TRAINJOB_NAME_LIMIT - len(suffix) - 1)}{suffix}"
 
 
 def runtime_name(workflow_name: str) -> str:
@@ -95,3 +97,8 @@ def succeeded_nodes_configmap(workflow_uid: str) -> str:
 
 def group_nodes_configmap(workflow_uid: str) -> str:
     return f"group-nodes-{workflow_id(workflow_uid)}"
+
+
+def group_result_configmap(workflow_uid: str, group: str) -> str:
+    """Where the run step of one group keeps its result until the record step gathers them."""
+    return dns_label(f"group-result-{workflow_id(workflow_uid)}-{group}")

@@ -35,7 +35,7 @@ def parse_quantity(value: str | int) -> Fraction | None:
         return None
     if isinstance(value, int):
         return Fraction(value)
-    match = _QUANTITY.match(value)
+    match = _QUANTITY.fullmatch(value)
     if not match:
         return None
     number = Fraction(match["number"])

@@ -75,3 +75,5 @@ def load_yaml_documents(text: str) -> Iterator[Any]:
         raise YamlSyntaxError(mark.line + 1 if mark else None, mark.column + 1 if mark else None, problem) from None
     except yaml.YAMLError as error:
         raise YamlSyntaxError(None, None, str(error)) from None
+    except RecursionError:
+        raise YamlSyntaxError(None, None, "nesting is too deep") from None

@@ -36,11 +36,11 @@ def label_key_prefix_fits(key: str) -> bool:
 
 
 def is_label_key(key: str) -> bool:
-    return bool(_LABEL_KEY.match(key))
+    return bool(_LABEL_KEY.fullmatch(key))
 
 
 def is_label_value(value: str) -> bool:
-    return len(value) <= LABEL_VALUE_MAX_LENGTH and bool(_LABEL_VALUE.match(value))
+    return len(value) <= LABEL_VALUE_MAX_LENGTH and bool(_LABEL_VALUE.fullmatch(value))
 
 
 def _cel_string(text: str) -> str:

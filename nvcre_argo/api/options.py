@@ -7,6 +7,7 @@ only when it is set). Constraints, patterns and messages are the reference API's
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints, WithJsonSchema, model_validator
@@ -36,7 +37,9 @@ def _quantity_rule(name: str) -> ValueRule:
     return ValueRule(
         cel="isQuantity(string(self)) && quantity(string(self)).sign() >= 0",
         message=f"{name} must be a non-negative quantity",
-        holds=lambda value: (parsed := parse_quantity(value)) is not None and parsed >= 0,
+        holds=lambda value: (
+            isinstance(value, int | str) and (parsed := parse_quantity(value)) is not None and parsed >= 0
+        ),
     )
 
 
@@ -51,9 +54,11 @@ def _at_most_32_characters(value: int | str) -> int | str:
     return value
 
 
-def _quantity_annotations(name: str) -> tuple[Any, ...]:
+QUANTITY_RULES = (_quantity_rule("cpu"), _quantity_rule("memory"))
+
+
+def _quantity_annotations(rule: ValueRule) -> tuple[Any, ...]:
     """Kubernetes' int-or-string shape for the CRD, plus the non-negative quantity rule in both places."""
-    rule = _quantity_rule(name)
     schema = {
         "anyOf": [{"type": "integer"}, {"type": "string"}],
         "x-kubernetes-int-or-string": True,
@@ -67,8 +72,8 @@ def _quantity_annotations(name: str) -> tuple[Any, ...]:
     )
 
 
-CpuQuantity = Annotated[int | str, *_quantity_annotations("cpu")]
-MemoryQuantity = Annotated[int | str, *_quantity_annotations("memory")]
+CpuQuantity = Annotated[int | str, *_quantity_annotations(QUANTITY_RULES[0])]
+MemoryQuantity = Annotated[int | str, *_quantity_annotations(QUANTITY_RULES[1])]
 
 
 class ResourceValues(SpecModel):
@@ -78,10 +83,11 @@ class ResourceValues(SpecModel):
     memory: MemoryQuantity | None = Field(default=None, description="Memory quantity, e.g. 500Gi.")
 
 
-def _not_above(resources: CategoryResources, name: str) -> bool:
-    request = getattr(resources.requests, name, None) if resources.requests else None
-    limit = getattr(resources.limits, name, None) if resources.limits else None
-    if request is None or limit is None:
+def _not_above(resources: Mapping[str, Any], name: str) -> bool:
+    """requests.<name> <= limits.<name>, over the JSON form (what the API server's CEL rule sees)."""
+    request = (resources.get("requests") or {}).get(name)
+    limit = (resources.get("limits") or {}).get(name)
+    if not isinstance(request, int | str) or not isinstance(limit, int | str):
         return True
     request_value, limit_value = parse_quantity(request), parse_quantity(limit)
     if request_value is None or limit_value is None:
@@ -115,8 +121,9 @@ class CategoryResources(SpecModel):
 
     @model_validator(mode="after")
     def _requests_within_limits(self) -> CategoryResources:
+        data = self.model_dump(by_alias=True, exclude_none=True)
         violations: list[tuple[str, list[str]]] = [
-            (rule.message, []) for rule in RESOURCE_RULES if not rule.holds(self)
+            (rule.message, []) for rule in RESOURCE_RULES if not rule.holds(data)
         ]
         if violations:
             raise PydanticCustomError(RULE_ERROR, violations[0][0], {"violations": violations})

@@ -3,7 +3,9 @@
 Why: the API server is the judge of what a cluster accepts, but users compile offline. Each rule carries its
 CEL text (placed in the CRD's `x-kubernetes-validations`) and a Python predicate with the same meaning and the
 reference's exact message, so `nvcre-argo validate` and `kubectl apply` accept and reject the same documents.
-A test compares both on the whole corpus against a real API server.
+Predicates take the JSON form of the value (what CEL sees), so the loader can also apply them to the raw
+document, as the API server does, even where another check of the same value failed. A test compares both on
+the whole corpus against a real API server.
 """
 
 from __future__ import annotations

@@ -52,14 +52,14 @@ class ResolvedCategory(_Resolved):
     options: CategoryOptions
     target: TargetSpec
     workload_labels: dict[str, str]
-    gang: ResolvedGang | None
-    resources: ResolvedResources | None
-    image: str | None
+    gang: ResolvedGang | None = None
+    resources: ResolvedResources | None = None
+    image: str | None = None
     image_pull_secrets: list[str]
-    source_repo: str | None
+    source_repo: str | None = None
     thresholds: dict[str, str]
     timeout_per_job: str
-    enable_mnnvl: bool | None
+    enable_mnnvl: bool | None = None
     gpu_architecture: str | None = None
 
     @property

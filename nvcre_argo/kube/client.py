@@ -1,0 +1,281 @@
+"""A small dict-in, dict-out client over the Kubernetes REST API.
+
+Why not the generated typed API classes: the product handles custom resources (Workflows, TrainJobs,
+Certifications) as plain JSON and wants one code path for all of them, with errors it can classify (not
+found, conflict, gone, transient) and a watch that hands back raw events. Transient failures are retried with
+backoff here, so no step loses a result it has already observed to a brief API outage.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+from kubernetes.watch.watch import iter_resp_lines
+
+from nvcre_argo.kube.resources import Resource, resource_of
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
+MERGE_PATCH = "application/merge-patch+json"
+
+
+@dataclass
+class ApiError(Exception):
+    """A non-2xx answer from the API server, with the server's own message (never the request body)."""
+
+    status: int
+    reason: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.status} {self.reason}: {self.message}"
+
+    @property
+    def not_found(self) -> bool:
+        return self.status == 404
+
+    @property
+    def conflict(self) -> bool:
+        return self.status == 409 and self.reason != "AlreadyExists"
+
+    @property
+    def already_exists(self) -> bool:
+        return self.status == 409 and self.reason == "AlreadyExists"
+
+    @property
+    def gone(self) -> bool:
+        return self.status == 410
+
+    @property
+    def transient(self) -> bool:
+        return self.status in TRANSIENT_STATUSES or self.status == 0
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Exponential backoff for transient errors; `sleep` is injectable so tests need not wait."""
+
+    attempts: int = 6
+    first_delay: float = 0.5
+    max_delay: float = 10.0
+    sleep: Callable[[float], None] = time.sleep
+
+    def run(self, action: Callable[[], T], what: str) -> T:
+        delay = self.first_delay
+        for attempt in range(1, self.attempts + 1):
+            try:
+                return action()
+            except ApiError as error:
+                if not error.transient or attempt == self.attempts:
+                    raise
+                log.warning("%s: %s (attempt %d/%d, retrying in %.1fs)", what, error, attempt, self.attempts, delay)
+            self.sleep(delay)
+            delay = min(delay * 2, self.max_delay)
+        raise AssertionError("unreachable")
+
+
+class KubeClient:
+    """JSON over the API server, with the authentication of a kubeconfig or the in-cluster service account."""
+
+    def __init__(self, api_client: k8s_client.ApiClient, *, backoff: Backoff | None = None) -> None:
+        self._api = api_client
+        self._backoff = backoff or Backoff()
+
+    # -- raw requests ---------------------------------------------------------------------------------------
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float | tuple[float, float] | None = 30,
+    ) -> Any:
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        serialized = self._api.param_serialize(
+            method=method,
+            resource_path=path,
+            query_params=[(key, value) for key, value in (query or {}).items() if value is not None],
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        try:
+            response = self._api.call_api(*serialized, _request_timeout=timeout)
+        except k8s_client.ApiException as error:
+            raise ApiError(error.status or 0, error.reason or "", str(error.body or "")) from None
+        except OSError as error:  # connection refused, reset, DNS: transient by nature
+            raise ApiError(0, "ConnectionError", str(error)) from None
+        except Exception as error:
+            if type(error).__module__.startswith("urllib3"):
+                raise ApiError(0, "ConnectionError", str(error)) from None
+            raise
+        return response
+
+    def request(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        """One request with retries on transient errors; the decoded JSON answer."""
+
+        def attempt() -> dict[str, Any]:
+            response = self._send(method, path, **kwargs)
+            data = response.read()
+            if not 200 <= response.status < 300:
+                raise _error_from(response.status, data)
+            decoded: dict[str, Any] = json.loads(data) if data else {}
+            return decoded
+
+        return self._backoff.run(attempt, f"{method} {path}")
+
+    # -- typed helpers --------------------------------------------------------------------------------------
+
+    def get(self, resource: Resource, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        try:
+            return self.request("GET", resource.path(namespace, name))
+        except ApiError as error:
+            if error.not_found:
+                return None
+            raise
+
+    def list(
+        self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None
+    ) -> tuple[list[dict[str, Any]], str]:
+        """Every object (following `continue` pages) and the list's resourceVersion, to watch from."""
+        items: list[dict[str, Any]] = []
+        token: str | None = None
+        while True:
+            page = self.request(
+                "GET",
+                resource.path(namespace),
+                query={"labelSelector": label_selector, "limit": 500, "continue": token},
+            )
+            items.extend(page.get("items", []))
+            token = page.get("metadata", {}).get("continue")
+            if not token:
+                return items, str(page.get("metadata", {}).get("resourceVersion", ""))
+
+    def create(self, manifest: dict[str, Any], *, dry_run: bool = False, strict: bool = False) -> dict[str, Any]:
+        resource = resource_of(manifest)
+        namespace = manifest.get("metadata", {}).get("namespace")
+        query = {"dryRun": "All" if dry_run else None, "fieldValidation": "Strict" if strict else None}
+        return self.request("POST", resource.path(namespace), body=manifest, query=query)
+
+    def replace(self, manifest: dict[str, Any], *, subresource: str | None = None) -> dict[str, Any]:
+        resource = resource_of(manifest)
+        metadata = manifest["metadata"]
+        return self.request(
+            "PUT", resource.path(metadata.get("namespace"), metadata["name"], subresource), body=manifest
+        )
+
+    def merge_patch(
+        self,
+        resource: Resource,
+        name: str,
+        patch: dict[str, Any],
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+    ) -> dict[str, Any]:
+        return self.request("PATCH", resource.path(namespace, name, subresource), body=patch, content_type=MERGE_PATCH)
+
+    def delete(
+        self, resource: Resource, name: str, namespace: str | None = None, *, propagation: str = "Background"
+    ) -> bool:
+        """True when something was deleted, False when it was already gone."""
+        try:
+            self.request(
+                "DELETE",
+                resource.path(namespace, name),
+                body={"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": propagation},
+            )
+        except ApiError as error:
+            if error.not_found:
+                return False
+            raise
+        return True
+
+    def read_log(self, namespace: str, pod: str, *, container: str | None = None, limit_bytes: int = 65536) -> str:
+        """The last bytes of a pod's log (served by the kubelet through the API server)."""
+
+        def attempt() -> str:
+            response = self._send(
+                "GET",
+                f"/api/v1/namespaces/{namespace}/pods/{pod}/log",
+                query={"container": container, "limitBytes": None, "tailLines": 2000},
+                timeout=(10, 60),
+            )
+            data = response.read() or b""
+            if not 200 <= response.status < 300:
+                raise _error_from(response.status, data)
+            text: str = data[-limit_bytes:].decode("utf-8", errors="replace")
+            return text
+
+        return self._backoff.run(attempt, f"log of pod {pod}")
+
+    def watch(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        *,
+        resource_version: str,
+        label_selector: str | None = None,
+        timeout_seconds: int = 300,
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(type, object) events from a resourceVersion; ends when the server closes the watch.
+
+        A 410 Gone (expired resourceVersion) arrives either as an ApiError or as an ERROR event whose object
+        is a Status with code 410; callers relist on both.
+        """
+        response = self._send(
+            "GET",
+            resource.path(namespace),
+            query={
+                "watch": "true",
+                "resourceVersion": resource_version,
+                "labelSelector": label_selector,
+                "timeoutSeconds": timeout_seconds,
+                "allowWatchBookmarks": "true",
+            },
+            timeout=(10, timeout_seconds + 30),
+        )
+        if not 200 <= response.status < 300:
+            raise _error_from(response.status, response.read())
+        try:
+            for line in iter_resp_lines(response.response):
+                if line:
+                    event = json.loads(line)
+                    yield event["type"], event["object"]
+        finally:
+            response.response.release_conn()
+
+
+def _error_from(status: int, data: bytes | None) -> ApiError:
+    try:
+        body = json.loads(data or b"{}")
+    except ValueError:
+        body = {}
+    return ApiError(status, str(body.get("reason", "")), str(body.get("message", (data or b"")[:300])))
+
+
+def connect(kubeconfig: str | None = None, *, context: str | None = None) -> KubeClient:
+    """A client from a kubeconfig file, or the in-cluster service account when none is given and one exists."""
+    configuration = k8s_client.Configuration()
+    if kubeconfig is None:
+        try:
+            k8s_config.load_incluster_config(client_configuration=configuration)
+            return KubeClient(k8s_client.ApiClient(configuration))
+        except k8s_config.ConfigException:
+            pass
+    k8s_config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration)
+    return KubeClient(k8s_client.ApiClient(configuration))

@@ -1,0 +1,67 @@
+"""The API resources the product reads and writes, and their REST paths (pure data)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import quote
+
+
+@dataclass(frozen=True)
+class Resource:
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool = True
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, namespace: str | None = None, name: str | None = None, subresource: str | None = None) -> str:
+        """`/api/v1/namespaces/ns/configmaps/x` or `/apis/g/v/...`; namespace None lists across namespaces."""
+        root = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        parts = [root]
+        if self.namespaced and namespace:
+            parts.append(f"namespaces/{quote(namespace, safe='')}")
+        parts.append(self.plural)
+        if name:
+            parts.append(quote(name, safe=""))
+        if subresource:
+            parts.append(subresource)
+        return "/".join(parts)
+
+
+NODES = Resource("", "v1", "nodes", "Node", namespaced=False)
+PODS = Resource("", "v1", "pods", "Pod")
+CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap")
+EVENTS = Resource("", "v1", "events", "Event")
+NAMESPACES = Resource("", "v1", "namespaces", "Namespace", namespaced=False)
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+WORKFLOWS = Resource("argoproj.io", "v1alpha1", "workflows", "Workflow")
+TRAINJOBS = Resource("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob")
+TRAINING_RUNTIMES = Resource("trainer.kubeflow.org", "v1alpha1", "trainingruntimes", "TrainingRuntime")
+CERTIFICATIONS = Resource("nvcre.nvidia.com", "v1alpha1", "certifications", "Certification")
+CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False)
+
+BY_KIND = {
+    resource.kind: resource
+    for resource in (
+        NODES,
+        PODS,
+        CONFIGMAPS,
+        EVENTS,
+        NAMESPACES,
+        LEASES,
+        WORKFLOWS,
+        TRAINJOBS,
+        TRAINING_RUNTIMES,
+        CERTIFICATIONS,
+        CRDS,
+    )
+}
+
+
+def resource_of(manifest: dict[str, object]) -> Resource:
+    """The Resource a manifest belongs to (by kind); KeyError for kinds the product never writes."""
+    return BY_KIND[str(manifest["kind"])]

@@ -1,0 +1,86 @@
+"""What a TrainJob is doing, and how long it has really been running (pure).
+
+The reference's clock rules: time a workload spends queued (suspended by an admission controller such as
+Kueue) or blocked in scheduling (pods `PodScheduled=False`, reason `Unschedulable`) does not count toward
+`timeoutPerJob`; Complete means success; Failed, a timeout, or the TrainJob disappearing means failure.
+The observing loop feeds each poll's objects to `classify` and `advance`; nothing here reads a clock.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+
+class Phase(enum.Enum):
+    MISSING = "Missing"
+    QUEUED = "Queued"
+    SCHEDULING_BLOCKED = "SchedulingBlocked"
+    RUNNING = "Running"
+    COMPLETE = "Complete"
+    FAILED = "Failed"
+
+    @property
+    def terminal(self) -> bool:
+        return self in (Phase.MISSING, Phase.COMPLETE, Phase.FAILED)
+
+    @property
+    def counts_toward_timeout(self) -> bool:
+        return self is Phase.RUNNING
+
+
+def _true_condition(obj: dict[str, Any], condition_type: str) -> dict[str, Any] | None:
+    for condition in obj.get("status", {}).get("conditions") or []:
+        if condition.get("type") == condition_type and condition.get("status") == "True":
+            found: dict[str, Any] = condition
+            return found
+    return None
+
+
+def _unschedulable(pod: dict[str, Any]) -> bool:
+    for condition in pod.get("status", {}).get("conditions") or []:
+        if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+            return condition.get("reason") == "Unschedulable"
+    return False
+
+
+def classify(trainjob: dict[str, Any] | None, pods: Sequence[dict[str, Any]]) -> Phase:
+    """The phase of one TrainJob from its conditions and its pods."""
+    if trainjob is None:
+        return Phase.MISSING
+    if _true_condition(trainjob, "Complete"):
+        return Phase.COMPLETE
+    if _true_condition(trainjob, "Failed"):
+        return Phase.FAILED
+    if trainjob.get("spec", {}).get("suspend") or _true_condition(trainjob, "Suspended"):
+        return Phase.QUEUED
+    if pods and any(_unschedulable(pod) for pod in pods):
+        return Phase.SCHEDULING_BLOCKED
+    return Phase.RUNNING
+
+
+def failure_message(trainjob: dict[str, Any]) -> str:
+    condition = _true_condition(trainjob, "Failed") or {}
+    reason, message = condition.get("reason", ""), condition.get("message", "")
+    return f"{reason}: {message}".strip(": ") or "TrainJob failed"
+
+
+@dataclass(frozen=True)
+class Clock:
+    """Active (counted) seconds of a workload, advanced poll by poll."""
+
+    active_seconds: float = 0.0
+    last_seen: float | None = None
+    last_phase: Phase | None = None
+
+    def advance(self, phase: Phase, now: float) -> Clock:
+        """Count the interval since the last poll only if the workload was running throughout it."""
+        counted = self.active_seconds
+        if self.last_seen is not None and self.last_phase is not None and self.last_phase.counts_toward_timeout:
+            counted += max(0.0, now - self.last_seen)
+        return replace(self, active_seconds=counted, last_seen=now, last_phase=phase)
+
+    def timed_out(self, limit_seconds: float) -> bool:
+        return self.active_seconds > limit_seconds
