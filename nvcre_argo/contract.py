@@ -37,10 +37,12 @@ def category_template_name(domain: str, variant: str) -> str:
 
 # Outputs: small values only (names and counts); node lists and logs go to ConfigMaps.
 OUTPUT_GROUPS = "groups"
+OUTPUT_OVERFLOW_GROUPS = "overflow-groups"
 OUTPUT_FAILED_NODES_REF = "failed-nodes-ref"
 OUTPUT_SUCCEEDED_NODES_REF = "succeeded-nodes-ref"
 OUTPUT_DIR = "/tmp/nvcre"  # noqa: S108 - inside the step container, an emptyDir
 GROUPS_FILE = f"{OUTPUT_DIR}/groups.json"
+OVERFLOW_GROUPS_FILE = f"{OUTPUT_DIR}/overflow-groups.json"
 FAILED_NODES_REF_FILE = f"{OUTPUT_DIR}/failed-nodes-ref"
 SUCCEEDED_NODES_REF_FILE = f"{OUTPUT_DIR}/succeeded-nodes-ref"
 

@@ -35,7 +35,7 @@ THRESHOLD_KEYS = ("busBandwidthGBps", "algBandwidthGBps", "goodputRatio", "avgTF
 
 def _quantity_rule(name: str) -> ValueRule:
     return ValueRule(
-        cel="isQuantity(string(self)) && quantity(string(self)).sign() >= 0",
+        cel="isQuantity(string(self)) && quantity(string(self)).compareTo(quantity('0')) >= 0",
         message=f"{name} must be a non-negative quantity",
         holds=lambda value: (
             isinstance(value, int | str) and (parsed := parse_quantity(value)) is not None and parsed >= 0

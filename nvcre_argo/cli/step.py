@@ -1,18 +1,114 @@
-"""`nvcre-argo step ...`: the entrypoints the compiled Workflows run in the package's own image."""
+"""`nvcre-argo step ...`: the entrypoints the compiled Workflows run in the package's own image.
+
+This module is the only place the steps' environment is read (names in `contract`); the step functions get
+everything as arguments. Exit codes carry the verdict to Argo: 0 passed, 1 failed.
+"""
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+from pathlib import Path
 
 import click
 
 from nvcre_argo import contract
+from nvcre_argo.kube.client import KubeClient, connect
+from nvcre_argo.plan.model import PlanError
+from nvcre_argo.steps.cleanup import cleanup_step
+from nvcre_argo.steps.context import StepContext, parse_category
+from nvcre_argo.steps.measurements import measure_log
+from nvcre_argo.steps.planning import plan_step, planned_gpu_values
+from nvcre_argo.steps.recording import record_step
+from nvcre_argo.steps.running import RunSettings, run_group
 from nvcre_argo.steps.verdict import parse_statuses
 
 
+def _require(name: str) -> str:
+    value = os.environ.get(name)
+    if not value:
+        raise click.UsageError(f"environment variable {name} is not set (this command runs inside a Workflow)")
+    return value
+
+
+def _context() -> StepContext:
+    return StepContext(
+        category=parse_category(_require(contract.ENV_CATEGORY)),
+        certification=_require(contract.ENV_CERTIFICATION),
+        workflow_name=_require(contract.ENV_WORKFLOW_NAME),
+        workflow_uid=_require(contract.ENV_WORKFLOW_UID),
+        namespace=_require(contract.ENV_NAMESPACE),
+    )
+
+
+def _write_output(path: str, text: str) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(text, encoding="utf-8")
+
+
 @click.group("step")
-def step_group() -> None:
+@click.option("--kubeconfig", envvar="KUBECONFIG", default=None, help="Outside a cluster: the kubeconfig to use.")
+@click.pass_context
+def step_group(ctx: click.Context, kubeconfig: str | None) -> None:
     """Steps run inside Argo Workflows (not meant to be run by hand)."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    ctx.obj = kubeconfig
+
+
+def _kube(ctx: click.Context) -> KubeClient:
+    return connect(ctx.obj)
+
+
+@step_group.command("plan")
+@click.pass_context
+def plan_command(ctx: click.Context) -> None:
+    """Plan node groups for the category and create its TrainingRuntime."""
+    context = _context()
+    try:
+        plan = plan_step(_kube(ctx), context, report=click.echo)
+    except PlanError as error:
+        click.echo(f"error: {error}", err=True)
+        raise SystemExit(1) from None
+    _write_output(contract.GROUPS_FILE, json.dumps(plan.withparam_items(overflow=False)))
+    _write_output(contract.OVERFLOW_GROUPS_FILE, json.dumps(plan.withparam_items(overflow=True)))
+
+
+@step_group.command("run")
+@click.pass_context
+def run_command(ctx: click.Context) -> None:
+    """Run one node group's TrainJob(s) to the end and record the result."""
+    context = _context()
+    kube = _kube(ctx)
+    nodes = json.loads(_require(contract.ENV_NODES))
+    result = run_group(
+        kube,
+        context,
+        group=_require(contract.ENV_GROUP),
+        nodes=[str(node) for node in nodes],
+        gpu=planned_gpu_values(kube, context),
+        settings=RunSettings(),
+        measure=measure_log,
+        report=click.echo,
+    )
+    raise SystemExit(0 if result.succeeded else 1)
+
+
+@step_group.command("record")
+@click.pass_context
+def record_command(ctx: click.Context) -> None:
+    """Write the failed/succeeded-node ConfigMaps and publish their names."""
+    outcome = record_step(_kube(ctx), _context(), report=click.echo)
+    _write_output(contract.FAILED_NODES_REF_FILE, outcome.failed_nodes_ref)
+    _write_output(contract.SUCCEEDED_NODES_REF_FILE, outcome.succeeded_nodes_ref)
+    raise SystemExit(0 if outcome.passed else 1)
+
+
+@step_group.command("cleanup")
+@click.pass_context
+def cleanup_command(ctx: click.Context) -> None:
+    """Delete this Workflow's unfinished TrainJobs (onExit)."""
+    cleanup_step(_kube(ctx), _context(), report=click.echo)
 
 
 @step_group.command("verdict")

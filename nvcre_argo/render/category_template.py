@@ -1,6 +1,7 @@
 """The category WorkflowTemplate: how one catalog entry runs inside Argo (built with Hera).
 
-    plan ──▶ run-group x N (withParam over the planned groups) ──▶ record ;  onExit: cleanup
+    plan ──▶ run-group x N (withParam: the groups) ──▶ run-group x M (the overflow groups) ──▶ record
+    onExit: cleanup
 
 Every step is `nvcre-argo step <name>` in the package's own image, as a non-root user, reading the resolved
 category from the `category` parameter (JSON) through its environment, never through shell text. Group
@@ -123,7 +124,12 @@ def build_category_template(
             ["plan"],
             env=_step_env(),
             retry_strategy=retry_on_error,
-            outputs=[Parameter(name=contract.OUTPUT_GROUPS, value_from=m.ValueFrom(path=contract.GROUPS_FILE))],
+            outputs=[
+                Parameter(name=contract.OUTPUT_GROUPS, value_from=m.ValueFrom(path=contract.GROUPS_FILE)),
+                Parameter(
+                    name=contract.OUTPUT_OVERFLOW_GROUPS, value_from=m.ValueFrom(path=contract.OVERFLOW_GROUPS_FILE)
+                ),
+            ],
         )
         run_group = _step(
             contract.TEMPLATE_RUN_GROUP,

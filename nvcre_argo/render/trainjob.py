@@ -41,8 +41,10 @@ def render_trainjob(
     owner_references: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The TrainJob manifest for one group of `nodes`."""
-    trainer = fill_placeholders(copy.deepcopy(category.entry.trainer), placeholder_values(category, gpu, len(nodes)))
-    trainer["numNodes"] = len(nodes)
+    # An unpinned group names no nodes: the scheduler picks exactly nodesPerJob of them.
+    num_nodes = len(nodes) or category.options.nodes_per_job or 1
+    trainer = fill_placeholders(copy.deepcopy(category.entry.trainer), placeholder_values(category, gpu, num_nodes))
+    trainer["numNodes"] = num_nodes
     if category.image:
         trainer["image"] = category.image
     labels = {
@@ -61,7 +63,7 @@ def render_trainjob(
         "runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "TrainingRuntime", "name": runtime_name},
         "trainer": trainer,
     }
-    if category.options.placement != "Unpinned":
+    if category.options.placement != "Unpinned" and nodes:
         spec["runtimePatches"] = [_pin_to_nodes(category.entry.pinned_replicated_jobs, nodes)]
     return {"apiVersion": TRAINER_API_VERSION, "kind": "TrainJob", "metadata": metadata, "spec": spec}
 

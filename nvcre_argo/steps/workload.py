@@ -42,7 +42,7 @@ def _true_condition(obj: dict[str, Any], condition_type: str) -> dict[str, Any] 
 def _unschedulable(pod: dict[str, Any]) -> bool:
     for condition in pod.get("status", {}).get("conditions") or []:
         if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
-            return condition.get("reason") == "Unschedulable"
+            return bool(condition.get("reason") == "Unschedulable")
     return False
 
 

@@ -1,0 +1,164 @@
+"""What a plan is: the nodes that take part, the nodes left out (with a reason a person can act on), and the
+node groups, one TrainJob each.
+
+A plan crosses process boundaries (the plan step writes it, the run and record steps and the watcher read
+it), so it has one JSON form: `to_json` is deterministic (sorted keys, fixed separators) and `from_json`
+reads exactly that back. Argo only ever sees `withparam_items()`, group names and node names, so Workflow
+status stays small however many nodes there are.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal, cast, get_args
+
+from nvcre_argo.errors import NvcreError
+
+ExclusionReason = Literal["Cordoned", "MinorityGPUArchitecture", "InsufficientGPUs"]
+EXCLUSION_REASONS: tuple[str, ...] = get_args(ExclusionReason)
+
+
+class PlanError(NvcreError):
+    """The nodes cannot be planned as asked (nothing matches, too few GPUs, ...); the message says why."""
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """A node that matched the target but will not run, and why (reported, never attributed a failure)."""
+
+    node: str
+    reason: ExclusionReason
+    message: str
+
+
+@dataclass(frozen=True)
+class NodeGroup:
+    """One TrainJob's nodes.
+
+    `overflow` groups borrow nodes that also belong to an earlier group (so every node is tested with a full
+    group size) and must run after the groups they borrow from. `domain` is the group's topology domain
+    (`nvidia.com/gpu.clique`) when all its nodes share one, else None. `pinned` is False only for
+    `placement: Unpinned`, where `nodes` sizes the job but the scheduler picks the real nodes.
+    """
+
+    name: str
+    nodes: tuple[str, ...]
+    overflow: bool = False
+    domain: str | None = None
+    pinned: bool = True
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One category's plan. `candidates` are the nodes that matched the target (sorted by name); the nodes
+    in `groups` are those candidates minus `excluded`."""
+
+    architecture: str | None
+    candidates: tuple[str, ...]
+    excluded: tuple[Exclusion, ...]
+    groups: tuple[NodeGroup, ...]
+
+    @property
+    def eligible(self) -> tuple[str, ...]:
+        """Candidates that were not excluded, in name order."""
+        left_out = {exclusion.node for exclusion in self.excluded}
+        return tuple(node for node in self.candidates if node not in left_out)
+
+    def withparam_items(self, *, overflow: bool | None = None) -> list[dict[str, Any]]:
+        """Argo `withParam` items: `[{"name": "g0", "nodes": [...]}, ...]`; optionally only the regular
+        (`overflow=False`) or only the overflow (`overflow=True`) groups, for a second fan-out."""
+        return [
+            {"name": group.name, "nodes": list(group.nodes)}
+            for group in self.groups
+            if overflow is None or group.overflow == overflow
+        ]
+
+    def to_json(self) -> str:
+        document = {
+            "architecture": self.architecture,
+            "candidates": list(self.candidates),
+            "excluded": [{"node": item.node, "reason": item.reason, "message": item.message} for item in self.excluded],
+            "groups": [
+                {
+                    "name": group.name,
+                    "nodes": list(group.nodes),
+                    "overflow": group.overflow,
+                    "domain": group.domain,
+                    "pinned": group.pinned,
+                }
+                for group in self.groups
+            ],
+        }
+        return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> Plan:
+        """The inverse of `to_json`; a document of any other shape is a PlanError naming what is wrong."""
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise PlanError(f"plan is not valid JSON: {error}") from None
+        reader = _Reader(document, "plan")
+        return cls(
+            architecture=reader.optional_str("architecture"),
+            candidates=tuple(reader.str_list("candidates")),
+            excluded=tuple(_read_exclusion(item) for item in reader.object_list("excluded")),
+            groups=tuple(_read_group(item) for item in reader.object_list("groups")),
+        )
+
+
+def _read_exclusion(reader: _Reader) -> Exclusion:
+    reason = reader.string("reason")
+    if reason not in EXCLUSION_REASONS:
+        raise PlanError(f"{reader.where}.reason: unknown exclusion reason {reason!r}")
+    return Exclusion(node=reader.string("node"), reason=cast(ExclusionReason, reason), message=reader.string("message"))
+
+
+def _read_group(reader: _Reader) -> NodeGroup:
+    return NodeGroup(
+        name=reader.string("name"),
+        nodes=tuple(reader.str_list("nodes")),
+        overflow=reader.boolean("overflow"),
+        domain=reader.optional_str("domain"),
+        pinned=reader.boolean("pinned"),
+    )
+
+
+class _Reader:
+    """Typed access to one JSON object, with the path of the offending field in every error."""
+
+    def __init__(self, value: Any, where: str) -> None:
+        if not isinstance(value, dict):
+            raise PlanError(f"{where}: expected an object, got {type(value).__name__}")
+        self.value: dict[str, Any] = value
+        self.where = where
+
+    def _get(self, key: str, kind: type | tuple[type, ...], label: str) -> Any:
+        if key not in self.value:
+            raise PlanError(f"{self.where}.{key}: missing")
+        item = self.value[key]
+        if not isinstance(item, kind):
+            raise PlanError(f"{self.where}.{key}: expected {label}, got {type(item).__name__}")
+        return item
+
+    def string(self, key: str) -> str:
+        return str(self._get(key, str, "a string"))
+
+    def optional_str(self, key: str) -> str | None:
+        item = self._get(key, (str, type(None)), "a string or null")
+        return None if item is None else str(item)
+
+    def boolean(self, key: str) -> bool:
+        return bool(self._get(key, bool, "a boolean"))
+
+    def str_list(self, key: str) -> list[str]:
+        items = self._get(key, list, "a list")
+        for index, item in enumerate(items):
+            if not isinstance(item, str):
+                raise PlanError(f"{self.where}.{key}[{index}]: expected a string, got {type(item).__name__}")
+        return list(items)
+
+    def object_list(self, key: str) -> list[_Reader]:
+        items = self._get(key, list, "a list")
+        return [_Reader(item, f"{self.where}.{key}[{index}]") for index, item in enumerate(items)]

@@ -1,0 +1,85 @@
+"""The record step: gather every group's result into the reference's failed/succeeded-node ConfigMaps.
+
+Within a category a node appears once per reason in `failed-nodes-<id>`; nodes of every planned group that
+did not fail are in `succeeded-nodes-<id>`. A group with no result (its run step never finished) counts as a
+failed workload on all its nodes: nothing is silently dropped. Each ConfigMap is written in one request, and
+its name is published (as the step's outputs) only after it exists.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from nvcre_argo.kube.client import ApiError, KubeClient
+from nvcre_argo.kube.resources import CONFIGMAPS
+from nvcre_argo.names import LABEL_RECORD, LABEL_WORKFLOW, failed_nodes_configmap, succeeded_nodes_configmap
+from nvcre_argo.results import (
+    WORKLOAD_FAILED,
+    FailedNode,
+    failed_nodes_configmap_manifest,
+    succeeded_nodes_configmap_manifest,
+)
+from nvcre_argo.steps.context import StepContext
+from nvcre_argo.steps.planning import load_plan
+from nvcre_argo.steps.running import RECORD_GROUP_RESULT
+
+
+@dataclass(frozen=True)
+class RecordOutcome:
+    failed_nodes_ref: str
+    succeeded_nodes_ref: str
+    failed: list[FailedNode]
+    succeeded: list[str]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failed
+
+
+def record_step(kube: KubeClient, context: StepContext, *, report: Callable[[str], None] = print) -> RecordOutcome:
+    plan = load_plan(kube, context)
+    selector = f"{LABEL_WORKFLOW}={context.workflow_name},{LABEL_RECORD}={RECORD_GROUP_RESULT}"
+    configmaps, _ = kube.list(CONFIGMAPS, context.namespace, label_selector=selector)
+    results = {result["group"]: result for result in (json.loads(cm["data"]["result.json"]) for cm in configmaps)}
+    failed: list[FailedNode] = []
+    for group in plan.groups:
+        result = results.get(group.name)
+        if result is None or not result["iterations"]:
+            message = f"no result was recorded for group {group.name} (its run step did not finish)"
+            failed += [FailedNode(node, WORKLOAD_FAILED, message) for node in group.nodes]
+            continue
+        for iteration in result["iterations"]:
+            failed += [FailedNode(item["name"], item["reason"], item["message"]) for item in iteration["failed_nodes"]]
+    failed_names = {node.name for node in failed}
+    planned = sorted({node for group in plan.groups for node in group.nodes})
+    succeeded = [node for node in planned if node not in failed_names]
+    failed_name = failed_nodes_configmap(context.workflow_uid)
+    succeeded_name = succeeded_nodes_configmap(context.workflow_uid)
+    common: dict[str, Any] = {
+        "namespace": context.namespace,
+        "owner_references": context.owner_references(),
+        "labels": context.labels(),
+    }
+    _create_or_replace(kube, failed_nodes_configmap_manifest(failed_name, nodes=failed, **common))
+    _create_or_replace(kube, succeeded_nodes_configmap_manifest(succeeded_name, names=succeeded, **common))
+    outcome = RecordOutcome(failed_name, succeeded_name, failed, succeeded)
+    verdict = "PASSED" if outcome.passed else "FAILED"
+    report(
+        f"{context.category.domain}/{context.category.variant}: {verdict}: {len(succeeded)} node(s) passed, "
+        f"{len(failed_names)} failed, {len(plan.excluded)} excluded; ConfigMaps {failed_name}, {succeeded_name}"
+    )
+    for node in failed:
+        report(f"failed {node.name}: {node.reason}: {node.message.splitlines()[0] if node.message else ''}")
+    return outcome
+
+
+def _create_or_replace(kube: KubeClient, manifest: dict[str, Any]) -> None:
+    try:
+        kube.create(manifest)
+    except ApiError as error:
+        if not error.already_exists:
+            raise
+        kube.replace(manifest)

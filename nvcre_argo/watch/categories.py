@@ -1,0 +1,166 @@
+"""One category's status, from its Workflow or, when there is none, from what was seen before.
+
+Why a module of its own: this is where the Argo facts meet the category table of `watch.status` (read that
+module's docstring first). The parent Workflow (role=certification) and its category Workflows
+(role=category, `<parent>-<index>`, owned by the parent) are told apart by label; a newer parent is a re-run
+and only its own children count. A Workflow that is gone is judged by the status written last time: a
+terminal category keeps its result (Workflow TTL), a running one was deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from nvcre_argo.api.status import (
+    CategoryPhase,
+    CategoryStatus,
+    CertificationStatus,
+    TypedLocalObjectReference,
+    WorkflowReference,
+)
+from nvcre_argo.contract import OUTPUT_FAILED_NODES_REF, OUTPUT_SUCCEEDED_NODES_REF, TEMPLATE_RUN_GROUP
+from nvcre_argo.names import LABEL_CATEGORY_INDEX, LABEL_CERTIFICATION, LABEL_ROLE, ROLE_CATEGORY, ROLE_PARENT
+from nvcre_argo.watch import workflows as wf
+from nvcre_argo.watch.conditions import (
+    MESSAGE_NOT_RUN_DELETED,
+    REASON_CREATED,
+    REASON_RUNNING,
+    TERMINAL,
+    active_condition,
+)
+
+CONFIGMAP = "ConfigMap"
+
+
+def spec_categories(certification: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """`(domain, variant)` of every spec category, in order."""
+    categories = (certification.get("spec") or {}).get("categories") or []
+    return [(str(item.get("domain", "")), str(item.get("variant", ""))) for item in categories]
+
+
+def _newest(candidates: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    return max(candidates, key=lambda item: (wf.created(item), wf.name(item)), default=None)
+
+
+def select_workflows(
+    certification: str, workflows: Sequence[Mapping[str, Any]]
+) -> tuple[Mapping[str, Any] | None, dict[int, Mapping[str, Any]]]:
+    """The newest parent Workflow and, per category index, its category Workflow.
+
+    With a parent, only its own children count (owned by its uid or named `<parent>-<index>`), so the
+    leftovers of an earlier run are not mistaken for this one; without one, the newest child per index."""
+    mine = [item for item in workflows if certification in ("", wf.label(item, LABEL_CERTIFICATION))]
+    parent = _newest([item for item in mine if wf.label(item, LABEL_ROLE) == ROLE_PARENT])
+    by_index: dict[int, list[Mapping[str, Any]]] = {}
+    for item in mine:
+        text = wf.label(item, LABEL_CATEGORY_INDEX) or ""
+        if wf.label(item, LABEL_ROLE) == ROLE_CATEGORY and text.isdigit():
+            by_index.setdefault(int(text), []).append(item)
+    children = {}
+    for index, found in by_index.items():
+        candidates = found
+        if parent is not None:
+            candidates = [
+                item
+                for item in candidates
+                if wf.name(item) == f"{wf.name(parent)}-{index}"
+                or (wf.uid(parent) and wf.uid(parent) in wf.owner_uids(item))
+            ]
+        child = _newest(candidates)
+        if child is not None:
+            children[index] = child
+    return parent, children
+
+
+def _config_map(name: str | None) -> TypedLocalObjectReference | None:
+    return TypedLocalObjectReference(api_group="", kind=CONFIGMAP, name=name) if name else None
+
+
+def _from_workflow(domain: str, variant: str, child: Mapping[str, Any], namespace: str | None) -> CategoryStatus:
+    nodes = wf.nodes(child)
+    outputs = wf.record_outputs(nodes)
+    phase = wf.phase(child)
+    status: CategoryPhase = "InProgress"
+    message: str | None = None
+    if phase in wf.FAILED_PHASES:
+        status = "Failed"
+        message = wf.message(child) or f"Workflow {wf.name(child)} ended {phase}"
+    elif phase == "Succeeded":
+        groups = wf.failed_steps(nodes, TEMPLATE_RUN_GROUP)
+        if groups:
+            status = "Failed"
+            message = "; ".join(f"group {group} failed" + (f": {text}" if text else "") for group, text in groups)
+        else:
+            status = "Succeeded"
+    if status == "Failed" and message is not None and not wf.threshold_violation([message]):
+        violation = wf.threshold_violation(wf.failure_messages(child, nodes))
+        if violation:
+            message = f"{message}; {violation}"
+    return CategoryStatus(
+        domain=domain,
+        variant=variant,
+        status=status,
+        workflow_ref=WorkflowReference(name=wf.name(child), namespace=wf.namespace(child) or namespace),
+        failed_nodes_ref=_config_map(outputs.get(OUTPUT_FAILED_NODES_REF)),
+        succeeded_nodes_ref=_config_map(outputs.get(OUTPUT_SUCCEEDED_NODES_REF)),
+        message=message,
+    )
+
+
+def parent_seen(previous: CertificationStatus | None) -> bool:
+    """Whether a parent Workflow existed at the last computation (its name is not kept in the status)."""
+    if previous is None:
+        return False
+    if any(category.workflow_ref for category in previous.category_statuses or []):
+        return True
+    active = active_condition(previous.conditions)
+    return active is not None and active.reason in (REASON_CREATED, REASON_RUNNING)
+
+
+def category_status(
+    index: int,
+    domain: str,
+    variant: str,
+    *,
+    parent: Mapping[str, Any] | None,
+    parent_nodes: Mapping[str, wf.Node],
+    child: Mapping[str, Any] | None,
+    names: set[str],
+    before: CategoryStatus | None,
+    parent_seen: bool,
+    namespace: str | None,
+) -> CategoryStatus:
+    """One category's status; see the table in the module docstring."""
+    if child is not None:
+        return _from_workflow(domain, variant, child, namespace)
+    ref = before.workflow_ref if before else None
+    # What was seen last time still describes this run unless a parent exists that did not create it.
+    ours = parent is None or (ref is not None and ref.name == f"{wf.name(parent)}-{index}")
+    if before is not None and before.status in TERMINAL and ours:
+        return before
+    if before is not None and ref is not None and ours and ref.name not in names:
+        message = f"Workflow {ref.name} was deleted before it finished"
+        return before.model_copy(update={"status": "Failed", "message": message})
+    pending = CategoryStatus(domain=domain, variant=variant, status="Pending")
+    if parent is None:
+        if parent_seen:
+            return pending.model_copy(update={"status": "Failed", "message": MESSAGE_NOT_RUN_DELETED})
+        return pending
+    failure = wf.step_failure(parent_nodes, f"category-{index}")
+    if failure is not None:
+        return pending.model_copy(update={"status": "Failed", "message": f"Workflow not created: {failure}"})
+    if wf.phase(parent) in wf.TERMINAL_PHASES:
+        message = f"Not run: the certification Workflow {wf.name(parent)} ended {wf.phase(parent)}"
+        return pending.model_copy(update={"status": "Failed", "message": message})
+    return pending
+
+
+def mark_threshold(category: CategoryStatus) -> CategoryStatus:
+    """A failed category whose failed-nodes ConfigMap lists ThresholdViolation says so in its message."""
+    if category.status != "Failed" or wf.threshold_violation([category.message or ""]):
+        return category
+    note = "nodes failed with ThresholdViolation"
+    if category.failed_nodes_ref:
+        note += f" (ConfigMap {category.failed_nodes_ref.name})"
+    return category.model_copy(update={"message": f"{category.message}; {note}" if category.message else note})

@@ -1,0 +1,99 @@
+"""Fixtures for the integration tests: one real control plane per pytest process, one namespace per test.
+
+The control plane (etcd + kube-apiserver from ``make testbin``) is session-scoped because it takes seconds to
+start and megabytes of CRDs to fill; tests stay independent by working in their own namespace. Under xdist
+each worker process starts its own control plane. Missing binaries FAIL the run with the command that builds
+them; skipping would let CI pass while testing nothing.
+
+Every test collected under this directory is marked ``k8s`` so ``-m "not k8s"`` deselects them all.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes import client as k8s_client
+from kubernetes.client.exceptions import ApiException
+
+from tests.harness.controlplane import Cluster, ControlPlaneError, start_cluster
+from tests.harness.crds import CrdInstallError, crd_files
+from tests.harness.versions import BUILD_COMMAND, BinaryDirs, HarnessSetupError, binary_dirs
+
+HERE = Path(__file__).resolve().parent
+NAMESPACE_MAX = 63
+SUFFIX_HEX = 3  # bytes -> 6 hex characters
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test under tests/integration with ``k8s`` (this hook sees the whole session's items)."""
+    del config
+    for item in items:
+        if item.path.is_relative_to(HERE):
+            item.add_marker(pytest.mark.k8s)
+
+
+def required_binaries() -> BinaryDirs:
+    """The binary directories, or a test failure naming the build command."""
+    try:
+        dirs = binary_dirs()
+    except (OSError, subprocess.SubprocessError, ValueError, KeyError) as exc:
+        pytest.fail(f"cannot locate the control-plane binaries ({exc}); build them with `{BUILD_COMMAND}`")
+    missing = dirs.missing()
+    if missing:
+        pytest.fail(
+            f"control-plane binaries missing: {', '.join(map(str, missing))}. Build them with `{BUILD_COMMAND}`."
+        )
+    return dirs
+
+
+@pytest.fixture(scope="session")
+def control_plane() -> Iterator[Cluster]:
+    """A running etcd + kube-apiserver with every CRD installed and Established."""
+    binaries = required_binaries()
+    failure: str | None = None
+    try:
+        cluster = start_cluster(binaries, crd_files())
+    except HarnessSetupError as exc:
+        failure = f"{exc}; `{BUILD_COMMAND}` downloads the CRD modules"
+    except (ControlPlaneError, CrdInstallError) as exc:
+        failure = str(exc)
+    if failure is not None:  # failed outside the except block, so the report is the message, not two tracebacks
+        pytest.fail(failure)
+    try:
+        yield cluster
+    finally:
+        cluster.plane.stop()
+
+
+def namespace_name(node_id: str) -> str:
+    """A valid, unique namespace name (RFC 1123 label, at most 63 characters) derived from a test id."""
+    base = re.sub(r"[^a-z0-9]+", "-", node_id.rsplit("/", 1)[-1].lower()).strip("-")
+    suffix = secrets.token_hex(SUFFIX_HEX)
+    base = base[: NAMESPACE_MAX - len(suffix) - 1].rstrip("-") or "test"
+    return f"{base}-{suffix}"
+
+
+@pytest.fixture
+def namespace(control_plane: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace for one test, deleted afterwards.
+
+    No kube-controller-manager runs, so a deleted namespace stays ``Terminating`` with its objects; the
+    unique name keeps tests apart regardless.
+    """
+    name = namespace_name(request.node.nodeid)
+    with control_plane.api_client() as api:
+        core = k8s_client.CoreV1Api(api)
+        core.create_namespace(k8s_client.V1Namespace(metadata=k8s_client.V1ObjectMeta(name=name)))
+        try:
+            yield name
+        finally:
+            try:
+                core.delete_namespace(name)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
