@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +21,7 @@ from nvcre_argo.api.certification import API_VERSION, KIND, Certification
 from nvcre_argo.api.crd import certification_schema
 from nvcre_argo.api.rulecheck import rule_errors
 from nvcre_argo.errors import FieldError, InvalidDocumentError, MapKey, Path, PathElement
+from nvcre_argo.messages import describe_pydantic_error, describe_value
 from nvcre_argo.yamlio import YamlSyntaxError, load_yaml_documents
 
 
@@ -65,7 +65,7 @@ def load_certifications(text: str, source: str) -> list[LoadedCertification]:
 def parse_certification(document: Any, source: str) -> Certification:
     """One parsed YAML document → a Certification, or InvalidDocumentError with every problem."""
     if not isinstance(document, dict):
-        message = f"must be a mapping (a Certification), got {_describe(document)}"
+        message = f"must be a mapping (a Certification), got {describe_value(document)}"
         raise InvalidDocumentError([FieldError((), "type", message, source)])
     header = _header_errors(document)
     if header:
@@ -85,11 +85,11 @@ def _header_errors(document: dict[Any, Any]) -> list[FieldError]:
             FieldError(
                 ("apiVersion",),
                 "api-version",
-                f"must be {API_VERSION}, got {_describe(document.get('apiVersion'))}",
+                f"must be {API_VERSION}, got {describe_value(document.get('apiVersion'))}",
             )
         )
     if document.get("kind") != KIND:
-        errors.append(FieldError(("kind",), "kind", f"must be {KIND}, got {_describe(document.get('kind'))}"))
+        errors.append(FieldError(("kind",), "kind", f"must be {KIND}, got {describe_value(document.get('kind'))}"))
     return errors
 
 
@@ -109,7 +109,7 @@ def convert_errors(
 
 def _field_errors(detail: ErrorDetails) -> list[FieldError]:
     path, schema = _walk(detail["loc"])
-    kind, message = _describe_error(detail, schema)
+    kind, message = describe_pydantic_error(detail, schema)
     if kind == "rule":
         violations = (detail.get("ctx") or {}).get("violations") or [(detail["msg"], [])]
         return [
@@ -154,87 +154,6 @@ def _did_you_mean(name: str, candidates: Sequence[str]) -> str:
     lowered = [candidate for candidate in candidates if candidate.lower() == name.lower()]
     suggestion = next(iter(lowered or close), None)
     return f'; did you mean "{suggestion}"?' if suggestion else ""
-
-
-_TYPE_NAMES = {
-    "int_type": "an integer",
-    "int_parsing": "an integer",
-    "int_from_float": "an integer",
-    "string_type": "a string",
-    "bool_type": "a boolean",
-    "bool_parsing": "a boolean",
-    "dict_type": "a mapping",
-    "model_type": "a mapping",
-    "model_attributes_type": "a mapping",
-    "list_type": "a list",
-}
-
-
-def _describe_error(detail: ErrorDetails, schema: dict[str, Any]) -> tuple[str, str]:
-    kind = detail["type"]
-    ctx: dict[str, Any] = dict(detail.get("ctx") or {})
-    value = detail.get("input")
-    if kind == "missing":
-        return "required", "required field is missing"
-    if kind == "extra_forbidden":
-        return "unknown-field", "unknown field"
-    if kind in ("greater_than_equal", "greater_than"):
-        return "minimum", f"must be >= {ctx.get('ge', ctx.get('gt'))}, got {_describe(value)}"
-    if kind in ("less_than_equal", "less_than"):
-        return "maximum", f"must be <= {ctx.get('le', ctx.get('lt'))}, got {_describe(value)}"
-    if kind == "string_pattern_mismatch":
-        return "pattern", f"must match {ctx['pattern']}, got {_describe(value)}"
-    if kind == "string_too_long":
-        return "max-length", f"must be at most {ctx['max_length']} characters, got {len(str(value))}"
-    if kind == "string_too_short":
-        return "min-length", f"must be at least {ctx['min_length']} character(s) long, got {_describe(value)}"
-    if kind == "too_short":
-        return "min-items", f"must have at least {ctx['min_length']} item(s), got {ctx.get('actual_length')}"
-    if kind == "too_long":
-        noun = "entries" if isinstance(value, dict) else "items"
-        return "max-items", f"must have at most {ctx['max_length']} {noun}, got {len(value)}"
-    if kind == "literal_error":
-        allowed = ", ".join(json.dumps(item) for item in schema.get("enum", [])) or ctx.get("expected", "")
-        return "enum", f"must be one of {allowed}, got {_describe(value)}"
-    if kind == "rule":
-        return "rule", detail["msg"]
-    if kind == "invalid_key":
-        return "type", f"map keys must be strings, got {_describe(value)}"
-    if kind in _TYPE_NAMES:
-        expected = _expected_type(schema) or _TYPE_NAMES[kind]
-        return "type", f"must be {expected}, got {_describe(value)}"
-    return "invalid", detail["msg"]
-
-
-def _expected_type(schema: dict[str, Any]) -> str | None:
-    if schema.get("x-kubernetes-int-or-string"):
-        return "an integer or a string"
-    names = {
-        "integer": "an integer",
-        "string": "a string",
-        "boolean": "a boolean",
-        "object": "a mapping",
-        "array": "a list",
-    }
-    return names.get(schema.get("type", ""))
-
-
-def _describe(value: Any) -> str:
-    """A short, safe rendering of a user value for a message."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"boolean {str(value).lower()}"
-    if isinstance(value, str):
-        shown = value if len(value) <= 80 else value[:77] + "..."
-        return f"string {json.dumps(shown)}"
-    if isinstance(value, int | float):
-        return str(value)
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    return type(value).__name__
 
 
 def _document_order(path: Path, document: Any) -> tuple[int, ...]:

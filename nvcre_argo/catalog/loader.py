@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from nvcre_argo.catalog.model import CatalogEntry
 from nvcre_argo.catalog.placeholders import KNOWN_PLACEHOLDERS, find_placeholders
 from nvcre_argo.errors import CatalogError, format_path
+from nvcre_argo.messages import describe_pydantic_error
 from nvcre_argo.yamlio import YamlSyntaxError, load_yaml_documents
 
 LIB_DIR = "_lib"
@@ -127,7 +128,8 @@ def _load_entry(file: Traversable, source: str, domain_dir: str, search: Sequenc
         entry = CatalogEntry.model_validate(raw)
     except ValidationError as error:
         problems = "; ".join(
-            f"{format_path(tuple(detail['loc']))}: {detail['msg']}" for detail in error.errors(include_url=False)
+            f"{format_path(tuple(detail['loc']))}: {describe_pydantic_error(detail, {})[1]}"
+            for detail in error.errors(include_url=False)
         )
         raise CatalogError(f"{source}: {problems}") from None
     expected = f"{domain_dir}/{file.name.rsplit('.', 1)[0]}"

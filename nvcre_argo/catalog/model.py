@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 Measurement = Literal["nccl-bandwidth", "megatron-goodput", "exit-code"]
 Grouping = Literal["all-nodes", "per-node"]
@@ -62,6 +62,12 @@ class CatalogEntry(_EntryModel):
     labels: dict[str, str] = Field(default_factory=dict, description="Catalog labels on the TrainJob (step 1).")
     runtime: dict[str, Any] = Field(description="TrainingRuntime spec, with %{placeholders}.")
     trainer: dict[str, Any] = Field(description="TrainJob spec.trainer, with %{placeholders}.")
+
+    @model_validator(mode="after")
+    def _nccl_entries_name_their_test(self) -> CatalogEntry:
+        if self.measurement == "nccl-bandwidth" and not self.nccl_test:
+            raise ValueError("ncclTest is required when measurement is nccl-bandwidth")
+        return self
 
     @property
     def key(self) -> str:

@@ -32,7 +32,15 @@ def _summary(category: ResolvedCategory) -> dict[str, Any]:
         "variant": category.variant,
         "options": category.options.model_dump(by_alias=True, exclude_none=True),
         "workloadLabels": category.workload_labels,
-        "gangScheduler": category.gang.model_dump() if category.gang else None,
+        "gangScheduler": (
+            {
+                "schedulerName": category.gang.scheduler_name,
+                "queue": category.gang.queue,
+                "queueLabelKey": category.gang.queue_label_key,
+            }
+            if category.gang
+            else None
+        ),
         "resources": category.resources.model_dump() if category.resources else None,
         "timeoutPerJob": category.timeout_per_job,
         "thresholds": category.thresholds,

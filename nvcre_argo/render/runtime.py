@@ -33,6 +33,13 @@ def render_runtime(
     spec = fill_placeholders(copy.deepcopy(category.entry.runtime), placeholder_values(category, gpu, num_nodes))
     for replicated_job in pods.replicated_jobs(spec):
         _apply_certification_rules(category, gpu, replicated_job)
+    if category.gang:
+        # A gang admits all pods at once or none: a launcher gated on ready workers (dependsOn) or an ordered
+        # startup would never be populated, so the gang never forms. The launcher waits for the workers'
+        # sshd itself instead (see the nccl-mpi catalog fragment).
+        spec.get("template", {}).get("spec", {}).pop("startupPolicy", None)
+        for replicated_job in pods.replicated_jobs(spec):
+            replicated_job.pop("dependsOn", None)
     metadata: dict[str, Any] = {
         "name": name,
         "labels": {

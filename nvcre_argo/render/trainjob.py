@@ -12,6 +12,7 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
+from nvcre_argo.api.spec import TargetSpec
 from nvcre_argo.catalog.placeholders import fill_placeholders
 from nvcre_argo.names import (
     LABEL_CATEGORY_INDEX,
@@ -63,21 +64,44 @@ def render_trainjob(
         "runtimeRef": {"apiGroup": "trainer.kubeflow.org", "kind": "TrainingRuntime", "name": runtime_name},
         "trainer": trainer,
     }
-    if category.options.placement != "Unpinned" and nodes:
-        spec["runtimePatches"] = [_pin_to_nodes(category.entry.pinned_replicated_jobs, nodes)]
+    placement = _place(category, nodes)
+    if placement is not None:
+        spec["runtimePatches"] = [placement]
     return {"apiVersion": TRAINER_API_VERSION, "kind": "TrainJob", "metadata": metadata, "spec": spec}
 
 
-def _pin_to_nodes(replicated_jobs: Sequence[str], nodes: Sequence[str]) -> dict[str, Any]:
-    affinity = {
+def _target_requirements(target: TargetSpec) -> list[dict[str, Any]]:
+    """The Certification's target as node-affinity requirements (taints are matched by tolerations)."""
+    requirements: list[dict[str, Any]] = [
+        {"key": key, "operator": "In", "values": [value]} for key, value in sorted((target.node_selector or {}).items())
+    ]
+    for expression in target.match_expressions or []:
+        requirement: dict[str, Any] = {"key": expression.key, "operator": expression.operator}
+        if expression.values is not None:
+            requirement["values"] = list(expression.values)
+        requirements.append(requirement)
+    if target.node_names:
+        requirements.append({"key": HOSTNAME_LABEL, "operator": "In", "values": sorted(target.node_names)})
+    return requirements
+
+
+def _place(category: ResolvedCategory, nodes: Sequence[str]) -> dict[str, Any] | None:
+    """Pinned groups: exactly their nodes. Unpinned: any node of the target, the scheduler chooses. None when
+    there is nothing to require (an empty node selector term would match no node at all)."""
+    if category.options.placement != "Unpinned" and nodes:
+        requirements = [{"key": HOSTNAME_LABEL, "operator": "In", "values": sorted(nodes)}]
+    else:
+        requirements = _target_requirements(category.target)
+    if not requirements:
+        return None
+    affinity: dict[str, Any] = {
         "nodeAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [
-                    {"matchExpressions": [{"key": HOSTNAME_LABEL, "operator": "In", "values": sorted(nodes)}]}
-                ]
+                "nodeSelectorTerms": [{"matchExpressions": requirements}]
             }
         }
     }
+    replicated_jobs = category.entry.pinned_replicated_jobs
     return {
         "manager": PATCH_MANAGER,
         "trainingRuntimeSpec": {

@@ -78,7 +78,8 @@ def resolve_certification(spec: CertificationSpec, catalog: Catalog) -> tuple[li
             errors.append(_unknown_category(index, category.domain, category.variant, catalog))
             continue
         result, category_errors = _resolve_category(spec, index, entry, gang)
-        errors.extend(category_errors)
+        # A global value's problem shows up once per category; say it once.
+        errors.extend(error for error in category_errors if error not in errors)
         if result is not None:
             resolved.append(result)
     return resolved, errors

@@ -13,6 +13,9 @@ GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 
 # Checked in order: the longer, more specific names first ("gb200" contains "b200", "l40s" contains "l40").
 _ARCH_MARKERS = ("gb300", "gb200", "b300", "b200", "h200", "h100", "a100", "l40s", "l40", "rtxpro6000")
+# Products whose names contain a known marker but are other architectures (GH200 is a Grace Hopper superchip
+# with one GPU, not an 8-GPU H200 board): they are unknown, never guessed.
+_NOT_ARCHITECTURES = ("gh200", "gb10")
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,8 @@ KNOWN_ARCHITECTURES = tuple(sorted(_DEFAULTS))
 def architecture_of(product: str) -> str | None:
     """The architecture key of a `nvidia.com/gpu.product` value (`NVIDIA-H100-80GB-HBM3` → `h100`)."""
     normalized = product.lower().replace("-", "").replace("_", "").replace(" ", "")
+    if any(marker in normalized for marker in _NOT_ARCHITECTURES):
+        return None
     return next((marker for marker in _ARCH_MARKERS if marker in normalized), None)
 
 
