@@ -59,6 +59,13 @@ def certification_workflow_prefix(certification: str) -> str:
     return dns_label(certification, _PARENT_PREFIX_LIMIT) + "-"
 
 
+def submitted_workflow_name(certification: str, uid: str) -> str:
+    """The certification Workflow the watcher creates: one name per Certification object, so a restarted
+    watcher finds it instead of creating another."""
+    suffix = f"-{uid.replace('-', '')[:5]}"
+    return dns_label(certification, _PARENT_PREFIX_LIMIT + 6 - len(suffix)) + suffix
+
+
 def category_step_names(categories: list[tuple[str, str]]) -> list[str]:
     """Step names equal to `domain-variant`, so the Argo graph reads like the spec; repeats get `-2`, `-3`."""
     seen: dict[str, int] = {}

@@ -7,10 +7,13 @@ import click
 from nvcre_argo import __version__
 from nvcre_argo.api.crd import build_crd
 from nvcre_argo.cli.catalog import catalog_group
+from nvcre_argo.cli.install import install_command
+from nvcre_argo.cli.report import report_command
 from nvcre_argo.cli.resolve import resolve_command
 from nvcre_argo.cli.step import step_group
 from nvcre_argo.cli.templates import templates_command
 from nvcre_argo.cli.validate import validate_command
+from nvcre_argo.cli.watch import watch_command
 from nvcre_argo.yamlio import dump_yaml
 
 
@@ -31,6 +34,9 @@ cli.add_command(catalog_group)
 cli.add_command(resolve_command)
 cli.add_command(templates_command)
 cli.add_command(step_group)
+cli.add_command(watch_command)
+cli.add_command(report_command)
+cli.add_command(install_command)
 
 
 def main() -> None:

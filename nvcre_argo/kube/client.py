@@ -171,6 +171,18 @@ class KubeClient:
         query = {"dryRun": "All" if dry_run else None, "fieldValidation": "Strict" if strict else None}
         return self.request("POST", resource.path(namespace), body=manifest, query=query)
 
+    def apply(self, manifest: dict[str, Any], *, field_manager: str, force: bool = True) -> dict[str, Any]:
+        """Server-side apply (never client-side: the large CRDs exceed the last-applied annotation)."""
+        resource = resource_of(manifest)
+        metadata = manifest["metadata"]
+        return self.request(
+            "PATCH",
+            resource.path(metadata.get("namespace"), metadata["name"]),
+            body=manifest,
+            query={"fieldManager": field_manager, "force": "true" if force else None},
+            content_type="application/apply-patch+yaml",
+        )
+
     def replace(self, manifest: dict[str, Any], *, subresource: str | None = None) -> dict[str, Any]:
         resource = resource_of(manifest)
         metadata = manifest["metadata"]

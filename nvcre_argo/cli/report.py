@@ -1,0 +1,95 @@
+"""`nvcre-argo report NAME`: what a Certification found, from its status and its result ConfigMaps."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from nvcre_argo.api.status import CertificationStatus
+from nvcre_argo.kube.client import ApiError, KubeClient, connect
+from nvcre_argo.kube.resources import CERTIFICATIONS, CONFIGMAPS
+from nvcre_argo.names import LABEL_RECORD, LABEL_WORKFLOW
+from nvcre_argo.report.model import CategoryResults, build_report, exit_code
+from nvcre_argo.report.render import render_json, render_junit, render_text
+from nvcre_argo.results import ResultsError, decode_failed_nodes, decode_succeeded_nodes
+
+RENDERERS = {"text": render_text, "json": render_json, "junit": render_junit}
+
+
+def _binary(kube: KubeClient, namespace: str, name: str, key: str) -> bytes | None:
+    configmap = kube.get(CONFIGMAPS, name, namespace)
+    data = (configmap or {}).get("binaryData", {}).get(key)
+    return base64.b64decode(data) if data else None
+
+
+def _figures(kube: KubeClient, namespace: str, workflow: str) -> dict[str, float]:
+    """The weakest group's figure for each measurement (a pool is as good as its worst group)."""
+    selector = f"{LABEL_WORKFLOW}={workflow},{LABEL_RECORD}=group-result"
+    configmaps, _ = kube.list(CONFIGMAPS, namespace, label_selector=selector)
+    figures: dict[str, float] = {}
+    for configmap in configmaps:
+        for iteration in json.loads(configmap["data"]["result.json"]).get("iterations", []):
+            for key, value in (iteration.get("measurements") or {}).items():
+                worse = min if key != "avgStepTimeSec" else max
+                figures[key] = worse(figures.get(key, value), value)
+    return figures
+
+
+def collect_results(kube: KubeClient, namespace: str, status: CertificationStatus | None) -> dict[int, CategoryResults]:
+    results: dict[int, CategoryResults] = {}
+    for index, category in enumerate(status.category_statuses or [] if status else []):
+        failed: list[dict[str, Any]] = []
+        succeeded: list[str] = []
+        try:
+            if category.failed_nodes_ref and (
+                raw := _binary(kube, namespace, category.failed_nodes_ref.name, "failed-nodes.json.gz")
+            ):
+                failed = [
+                    {"name": node.name, "reason": node.reason, "message": node.message}
+                    for node in decode_failed_nodes(raw)
+                ]
+            if category.succeeded_nodes_ref and (
+                raw := _binary(kube, namespace, category.succeeded_nodes_ref.name, "succeeded-nodes.csv.gz")
+            ):
+                succeeded = decode_succeeded_nodes(raw)
+        except ResultsError as error:
+            click.echo(f"warning: category {index}: {error}", err=True)
+        figures = _figures(kube, namespace, category.workflow_ref.name) if category.workflow_ref else {}
+        results[index] = CategoryResults(failed_nodes=failed, succeeded_nodes=succeeded, figures=figures)
+    return results
+
+
+@click.command("report")
+@click.argument("name")
+@click.option("-n", "--namespace", default="default", show_default=True)
+@click.option("-o", "--output", type=click.Choice(sorted(RENDERERS)), default="text", show_default=True)
+@click.option(
+    "--results-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Also write the report to this file.",
+)
+@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
+def report_command(name: str, namespace: str, output: str, results_file: Path | None, kubeconfig: str | None) -> None:
+    """Print a Certification's report; exit 0 only when it PASSED."""
+    kube = connect(kubeconfig)
+    try:
+        certification = kube.get(CERTIFICATIONS, name, namespace)
+    except ApiError as error:
+        click.echo(f"error: cannot read Certification {namespace}/{name}: {error}", err=True)
+        raise SystemExit(1) from None
+    if certification is None:
+        click.echo(f"error: Certification {namespace}/{name} not found", err=True)
+        raise SystemExit(1)
+    raw_status = certification.get("status")
+    status = CertificationStatus.model_validate(raw_status, by_alias=True) if raw_status else None
+    report = build_report(certification, status, collect_results(kube, namespace, status))
+    text = RENDERERS[output](report)
+    click.echo(text, nl=not text.endswith("\n"))
+    if results_file is not None:
+        results_file.write_text(text, encoding="utf-8")
+    raise SystemExit(exit_code(report))

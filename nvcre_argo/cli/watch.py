@@ -1,0 +1,110 @@
+"""`nvcre-argo watch`: keep Certification status true to the Argo Workflows (optionally, submit them)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import socket
+import threading
+from pathlib import Path
+
+import click
+
+from nvcre_argo import contract
+from nvcre_argo.cli.catalog import catalog_dir_option, open_catalog
+from nvcre_argo.controller.leader import LeaderElector, LeaseSettings
+from nvcre_argo.controller.loop import LoopSettings, Watcher
+from nvcre_argo.controller.observability import Metrics, serve
+from nvcre_argo.controller.reconciler import Reconciler, SubmitSettings
+from nvcre_argo.kube.client import connect
+
+log = logging.getLogger(__name__)
+
+
+@click.command("watch")
+@click.option("-n", "--namespace", default=None, help="Watch one namespace.")
+@click.option("-A", "--all-namespaces", is_flag=True, help="Watch every namespace.")
+@click.option("--submit", is_flag=True, help="Compile and create the Workflows of Certifications applied with kubectl.")
+@click.option("--step-image", default=contract.DEFAULT_STEP_IMAGE, show_default=True, help="With --submit.")
+@catalog_dir_option
+@click.option("--kubeconfig", envvar="KUBECONFIG", default=None, help="Outside a cluster: the kubeconfig.")
+@click.option("--metrics-port", type=int, default=8080, show_default=True, help="0 disables /metrics.")
+@click.option("--health-port", type=int, default=8081, show_default=True, help="0 disables /healthz and /readyz.")
+@click.option("--bind-address", default="0.0.0.0", show_default=True, help="Address of the metrics and health ports.")  # noqa: S104
+@click.option("--leader-elect", is_flag=True, help="Hold a Lease so only one replica writes.")
+@click.option("--leader-election-namespace", default=None, help="Namespace of the Lease (default: the watched one).")
+@click.option("--identity", default=None, help="This replica's identity (default: the host name).")
+@click.option("--resync-seconds", type=float, default=60.0, show_default=True, help="Periodic full reconcile.")
+def watch_command(
+    namespace: str | None,
+    all_namespaces: bool,
+    submit: bool,
+    step_image: str,
+    catalog_dirs: tuple[Path, ...],
+    kubeconfig: str | None,
+    metrics_port: int,
+    health_port: int,
+    bind_address: str,
+    leader_elect: bool,
+    leader_election_namespace: str | None,
+    identity: str | None,
+    resync_seconds: float,
+) -> None:
+    """Watch Argo Workflows labelled with a Certification and keep its status up to date."""
+    if bool(namespace) == all_namespaces:
+        raise click.UsageError("give exactly one of --namespace NS or --all-namespaces")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    kube = connect(kubeconfig)
+    identity = identity or socket.gethostname()
+    metrics = Metrics()
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    submit_settings = SubmitSettings(open_catalog(catalog_dirs), step_image) if submit else None
+    reconciler = Reconciler(kube, metrics=metrics, submit=submit_settings, identity=identity)
+    watcher = Watcher(
+        kube, reconciler, settings=LoopSettings(namespace, resync_seconds=resync_seconds), metrics=metrics, stop=stop
+    )
+    elector = None
+    if leader_elect:
+        lease_namespace = leader_election_namespace or namespace
+        if not lease_namespace:
+            raise click.UsageError("--leader-elect with --all-namespaces needs --leader-election-namespace")
+        elector = LeaderElector(kube, LeaseSettings("nvcre-argo-watcher", lease_namespace, identity))
+    servers = []
+    if metrics_port:
+        servers.append(
+            serve(
+                bind=bind_address, port=metrics_port, metrics=metrics, ready=watcher.synced.is_set, alive=lambda: True
+            )
+        )
+    if health_port:
+        servers.append(
+            serve(
+                bind=bind_address,
+                port=health_port,
+                metrics=None,
+                ready=lambda: watcher.synced.is_set() or (elector is not None and not elector.leading.is_set()),
+                alive=lambda: not stop.is_set(),
+            )
+        )
+    lost = threading.Event()
+
+    def on_lost() -> None:
+        lost.set()
+        stop.set()
+
+    try:
+        if elector is not None:
+            threading.Thread(target=elector.run, args=(stop, on_lost), daemon=True).start()
+            click.echo(f"{identity}: waiting for the Lease", err=True)
+            while not stop.is_set() and not elector.leading.wait(0.5):
+                pass
+        if not stop.is_set():
+            click.echo(f"{identity}: watching {'namespace ' + namespace if namespace else 'all namespaces'}", err=True)
+            watcher.run()
+    finally:
+        for server in servers:
+            server.shutdown()
+    if lost.is_set():
+        raise SystemExit(1)
