@@ -6,7 +6,7 @@ VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 EXAMPLE := examples/gpu-cluster-cert.yaml
-PYTEST_ARGS ?=
+PYTEST_ARGS ?= -n 2 --dist loadfile
 
 .PHONY: help run test lint types contracts unit integration testbin generate check-generated snapshots bench clean
 
@@ -57,7 +57,11 @@ check-generated: $(STAMP) ## Fail when committed generated files drift from thei
 	@$(VENV)/bin/nvcre-argo templates -o workflow_templates --check
 
 snapshots: $(STAMP) ## Update syrupy snapshots after reviewing the change
-	$(PYTHON) -m pytest -m 'not k8s' --snapshot-update $(PYTEST_ARGS)
+	$(PYTHON) -m pytest -m 'not k8s' --snapshot-update
+
+bench: $(STAMP) testbin ## Benchmarks that print their figures (compile, watcher)
+	$(PYTHON) -m tests.bench.bench_compile
+	$(PYTHON) -m tests.bench.bench_watch
 
 clean: ## Remove the virtualenv and caches (not the Go-built binaries in ~/.cache)
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
