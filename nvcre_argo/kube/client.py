@@ -183,6 +183,25 @@ class KubeClient:
             content_type="application/apply-patch+yaml",
         )
 
+    def create_or_replace(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        """Create the object, or overwrite the one that exists (for objects this product owns and rewrites)."""
+        try:
+            return self.create(manifest)
+        except ApiError as error:
+            if not error.already_exists:
+                raise
+        return self.replace(manifest)
+
+    def create_if_absent(self, manifest: dict[str, Any]) -> bool:
+        """Create the object unless one of that name exists; True when this call created it."""
+        try:
+            self.create(manifest)
+        except ApiError as error:
+            if not error.already_exists:
+                raise
+            return False
+        return True
+
     def replace(self, manifest: dict[str, Any], *, subresource: str | None = None) -> dict[str, Any]:
         resource = resource_of(manifest)
         metadata = manifest["metadata"]

@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from nvcre_argo.kube.client import ApiError, KubeClient
+from nvcre_argo.kube.client import KubeClient
 from nvcre_argo.kube.resources import CONFIGMAPS, NODES
 from nvcre_argo.names import LABEL_RECORD, group_nodes_configmap, runtime_name
 from nvcre_argo.plan.model import Plan
@@ -41,8 +41,8 @@ def plan_step(kube: KubeClient, context: StepContext, *, report: Callable[[str],
         num_nodes=largest,
         owner_references=context.owner_references(),
     )
-    _create_or_keep(kube, runtime)
-    _create_or_replace(kube, plan_configmap(context, plan))
+    kube.create_if_absent(runtime)
+    kube.create_or_replace(plan_configmap(context, plan))
     report(
         f"{context.category.domain}/{context.category.variant}: {len(plan.candidates)} node(s), "
         f"{len(plan.excluded)} excluded, {len(plan.groups)} group(s), GPU architecture "
@@ -80,20 +80,3 @@ def load_plan(kube: KubeClient, context: StepContext) -> Plan:
 
 def planned_gpu_values(kube: KubeClient, context: StepContext) -> GpuValues:
     return gpu_values(context.category, load_plan(kube, context).architecture)
-
-
-def _create_or_keep(kube: KubeClient, manifest: dict[str, Any]) -> None:
-    try:
-        kube.create(manifest)
-    except ApiError as error:
-        if not error.already_exists:
-            raise
-
-
-def _create_or_replace(kube: KubeClient, manifest: dict[str, Any]) -> None:
-    try:
-        kube.create(manifest)
-    except ApiError as error:
-        if not error.already_exists:
-            raise
-        kube.replace(manifest)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from nvcre_argo.kube.client import ApiError, KubeClient
+from nvcre_argo.kube.client import KubeClient
 from nvcre_argo.kube.resources import CONFIGMAPS
 from nvcre_argo.names import LABEL_RECORD, LABEL_WORKFLOW, failed_nodes_configmap, succeeded_nodes_configmap
 from nvcre_argo.results import (
@@ -63,8 +63,8 @@ def record_step(kube: KubeClient, context: StepContext, *, report: Callable[[str
         "owner_references": context.owner_references(),
         "labels": context.labels(),
     }
-    _create_or_replace(kube, failed_nodes_configmap_manifest(failed_name, nodes=failed, **common))
-    _create_or_replace(kube, succeeded_nodes_configmap_manifest(succeeded_name, names=succeeded, **common))
+    kube.create_or_replace(failed_nodes_configmap_manifest(failed_name, nodes=failed, **common))
+    kube.create_or_replace(succeeded_nodes_configmap_manifest(succeeded_name, names=succeeded, **common))
     outcome = RecordOutcome(failed_name, succeeded_name, failed, succeeded)
     verdict = "PASSED" if outcome.passed else "FAILED"
     report(
@@ -74,12 +74,3 @@ def record_step(kube: KubeClient, context: StepContext, *, report: Callable[[str
     for node in failed:
         report(f"failed {node.name}: {node.reason}: {node.message.splitlines()[0] if node.message else ''}")
     return outcome
-
-
-def _create_or_replace(kube: KubeClient, manifest: dict[str, Any]) -> None:
-    try:
-        kube.create(manifest)
-    except ApiError as error:
-        if not error.already_exists:
-            raise
-        kube.replace(manifest)

@@ -169,12 +169,8 @@ def _ensure_trainjob(
         nodes=nodes,
         owner_references=context.owner_references(),
     )
-    try:
-        kube.create(manifest)
+    if kube.create_if_absent(manifest):
         return None
-    except ApiError as error:
-        if not error.already_exists:
-            raise
     existing = kube.get(TRAINJOBS, name, context.namespace) or {}
     owners = existing.get("metadata", {}).get("ownerReferences") or []
     if any(owner.get("uid") == context.workflow_uid for owner in owners):
@@ -276,9 +272,4 @@ def save_group_result(kube: KubeClient, context: StepContext, result: GroupResul
         },
         "data": {"result.json": result.to_json()},
     }
-    try:
-        kube.create(manifest)
-    except ApiError as error:
-        if not error.already_exists:
-            raise
-        kube.replace(manifest)
+    kube.create_or_replace(manifest)

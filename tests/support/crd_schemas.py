@@ -21,9 +21,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-import shlex
-import subprocess
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +29,9 @@ from typing import Any
 import jsonschema
 import yaml
 from jsonschema.exceptions import ValidationError, best_match
+
+from tests.harness.versions import HarnessSetupError, load_versions
+from tests.harness.versions import module_dir as harness_module_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 VERSIONS_ENV = REPO_ROOT / "hack" / "testbin" / "versions.env"
@@ -110,25 +110,13 @@ _OBJECT_META: JsonObject = {
 }
 
 
-def parse_env_file(text: str) -> dict[str, str]:
-    """Shell `KEY=value` lines (blank lines and `#` comments ignored), values unquoted as a shell would."""
-    values: dict[str, str] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        key, sep, value = line.partition("=")
-        if not sep or not key.isidentifier():
-            raise CrdSchemaError(f"{VERSIONS_ENV}:{number}: not a KEY=value line: {raw!r}")
-        words = shlex.split(value, comments=True)
-        values[key] = words[0] if words else ""
-    return values
-
-
 @functools.cache
 def pinned_versions() -> dict[str, str]:
     """The pinned versions, keyed as in `versions.env` (`TRAINER_MODULE`, `TRAINER_VERSION`, ...)."""
-    return parse_env_file(VERSIONS_ENV.read_text(encoding="utf-8"))
+    try:
+        return load_versions()
+    except ValueError as error:
+        raise CrdSchemaError(str(error)) from error
 
 
 def _pinned(key: str) -> str:
@@ -140,32 +128,11 @@ def _pinned(key: str) -> str:
 
 @functools.cache
 def module_dir(module: str, version: str) -> Path:
-    """The Go module cache directory of `module@version` (downloaded when not cached yet)."""
-    command = ["go", "mod", "download", "-json", f"{module}@{version}"]
-    environment = {**os.environ, "GOFLAGS": "-modcacherw", "GOTOOLCHAIN": "local"}
+    """The Go module cache directory of `module@version` (downloaded when not cached yet), cached per process."""
     try:
-        completed = subprocess.run(
-            command,
-            cwd="/tmp",
-            env=environment,
-            capture_output=True,
-            text=True,
-            timeout=GO_TIMEOUT_SECONDS,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise CrdSchemaError(f"{' '.join(command)} could not run: {error}") from error
-    if completed.returncode != 0:
-        raise CrdSchemaError(
-            f"{' '.join(command)} failed with exit code {completed.returncode}:\n{completed.stderr}{completed.stdout}"
-        )
-    try:
-        answer = json.loads(completed.stdout)
-    except json.JSONDecodeError as error:
-        raise CrdSchemaError(f"{' '.join(command)} printed no JSON: {completed.stdout!r}") from error
-    if answer.get("Error") or not answer.get("Dir"):
-        raise CrdSchemaError(f"{' '.join(command)}: {answer.get('Error') or 'no Dir in the answer'}")
-    return Path(answer["Dir"])
+        return harness_module_dir(module, version)
+    except HarnessSetupError as error:
+        raise CrdSchemaError(str(error)) from error
 
 
 def _source(kind: str, argo_version: str | None) -> tuple[str, str, str]:

@@ -8,29 +8,25 @@ in the module cache (hack/testbin.sh regen), and this test fails when the commit
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 from pathlib import Path
+
+from tests.harness.versions import go_env, load_versions
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTBIN = ROOT / "hack" / "testbin"
 
 
 def _versions() -> dict[str, str]:
-    pairs = (line.split("=", 1) for line in (TESTBIN / "versions.env").read_text().splitlines())
-    return {
-        key.strip(): value.strip()
-        for key, value in (pair for pair in pairs if len(pair) == 2)
-        if not key.startswith("#")
-    }
+    return load_versions(TESTBIN / "versions.env")
 
 
 def _kubernetes_gomod(version: str) -> str:
     result = subprocess.run(
         ["go", "mod", "download", "-json", f"k8s.io/kubernetes@{version}"],
         cwd="/tmp",
-        env={**os.environ, "GOTOOLCHAIN": "local", "GOFLAGS": "-modcacherw"},
+        env=go_env(),
         capture_output=True,
         text=True,
         check=True,
