@@ -20,6 +20,7 @@ export GOTOOLCHAIN=local GOFLAGS=-modcacherw CGO_ENABLED=0
 cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/nvcre-argo/bin"
 k8s_dir="$cache_root/k8s-$K8S_VERSION"
 etcd_dir="$cache_root/etcd-$ETCD_VERSION"
+argo_dir="$cache_root/argo-$ARGO_V3_VERSION"
 k8s_commands=(kube-apiserver kube-controller-manager kube-scheduler)
 
 log() { printf '[testbin] %s\n' "$*" >&2; }
@@ -89,6 +90,17 @@ build_etcd() {
   log "built etcd in $((SECONDS - start)) s"
 }
 
+# Argo's offline linter (what `argo lint --offline` runs), through the small main in testbin/argolint.
+build_argolint() {
+  if [ -x "$argo_dir/argolint" ]; then log "argolint $ARGO_V3_VERSION: cached in $argo_dir"; return; fi
+  log "building argolint $ARGO_V3_VERSION (cold: a few minutes)"
+  local start=$SECONDS
+  mkdir -p "$argo_dir"
+  (cd "$here/testbin/argolint" && go build -trimpath -ldflags "-s -w" -o "$argo_dir/argolint.partial" .)
+  mv "$argo_dir/argolint.partial" "$argo_dir/argolint"
+  log "built argolint in $((SECONDS - start)) s"
+}
+
 # CRDs are read straight from the module cache at pinned versions (never vendored); downloading them here
 # means the test run itself needs no network.
 download_crd_modules() {
@@ -105,10 +117,11 @@ case "${1:-build}" in
     command -v go >/dev/null || { log "FATAL: go is not installed; the integration tests need it"; exit 1; }
     build_etcd
     build_k8s
+    build_argolint
     download_crd_modules
     log "ready: $k8s_dir $etcd_dir"
     ;;
   regen) regen ;;
-  print-dir) printf 'k8s=%s\netcd=%s\n' "$k8s_dir" "$etcd_dir" ;;
+  print-dir) printf 'k8s=%s\netcd=%s\nargo=%s\n' "$k8s_dir" "$etcd_dir" "$argo_dir" ;;
   *) log "usage: $0 [build|regen|print-dir]"; exit 2 ;;
 esac

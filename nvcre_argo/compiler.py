@@ -57,12 +57,13 @@ def compile_certification(
     loaded: LoadedCertification, *, catalog: Catalog, options: CompileOptions
 ) -> CompiledCertification:
     certification = loaded.certification
-    errors = _name_errors(certification, options)
+    errors = _name_errors(certification)
     resolved, resolve_errors = resolve_certification(certification.spec, catalog)
     errors += resolve_errors
     if options.gpu_architecture:
         resolved = [category.model_copy(update={"gpu_architecture": options.gpu_architecture}) for category in resolved]
-    errors += _template_syntax_errors(resolved)
+    arguments = [category_arguments(category) for category in resolved]
+    errors += _template_syntax_errors(resolved, arguments)
     if errors:
         raise CompileError(error.at(loaded.source) for error in errors)
     name = certification.metadata.name or ""
@@ -73,10 +74,10 @@ def compile_certification(
         step_image=options.step_image,
         owner_references=options.owner_references,
     )
-    return CompiledCertification(loaded.source, name, build_certification_workflow(target, resolved))
+    return CompiledCertification(loaded.source, name, build_certification_workflow(target, resolved, arguments))
 
 
-def _name_errors(certification: Certification, options: CompileOptions) -> list[FieldError]:
+def _name_errors(certification: Certification) -> list[FieldError]:
     """The name labels every object and prefixes every Workflow, so it must fit a label value."""
     name = certification.metadata.name
     if not name:
@@ -89,14 +90,10 @@ def _name_errors(certification: Certification, options: CompileOptions) -> list[
                 f"must be at most {DNS_LABEL_LIMIT} characters to compile, got {len(name)}",
             )
         ]
-    if options.name and len(options.name) > DNS_LABEL_LIMIT - 4:
-        return [
-            FieldError(("metadata", "name"), "max-length", f"--name must be at most {DNS_LABEL_LIMIT - 4} characters")
-        ]
     return []
 
 
-def _template_syntax_errors(categories: Sequence[ResolvedCategory]) -> list[FieldError]:
+def _template_syntax_errors(categories: Sequence[ResolvedCategory], arguments: Sequence[str]) -> list[FieldError]:
     """Argo would try to resolve `{{` inside the category argument and has no escape for it."""
     return [
         FieldError(
@@ -104,6 +101,6 @@ def _template_syntax_errors(categories: Sequence[ResolvedCategory]) -> list[Fiel
             "argo-syntax",
             "values must not contain '{{' (Argo would treat it as a template expression)",
         )
-        for category in categories
-        if "{{" in category_arguments(category)
+        for category, argument in zip(categories, arguments, strict=True)
+        if "{{" in argument
     ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -21,7 +22,17 @@ from nvcre_argo.cli.resolve import gpu_arch_option
 from nvcre_argo.cli.validate import validate_files
 from nvcre_argo.compiler import CompiledCertification, CompileOptions, compile_certifications
 from nvcre_argo.errors import DocumentError
+from nvcre_argo.names import DNS_LABEL_LIMIT
 from nvcre_argo.yamlio import dump_yaml, dump_yaml_documents
+
+
+def _check_workflow_name(value: str | None) -> str | None:
+    """A Workflow name must be a DNS-1123 label with room for its category Workflows' `-<index>`."""
+    if value is not None and not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", value):
+        raise click.BadParameter(f"{value!r} is not a DNS-1123 label (lower-case letters, digits and '-')")
+    if value is not None and len(value) > DNS_LABEL_LIMIT - 4:
+        raise click.BadParameter(f"must be at most {DNS_LABEL_LIMIT - 4} characters, got {len(value)}")
+    return value
 
 
 def render_output(compiled: list[CompiledCertification], output_format: str) -> dict[str, str]:
@@ -70,7 +81,12 @@ def _check(files: dict[str, str], directory: Path) -> int:
 @click.option("--format", "output_format", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True)
 @catalog_dir_option
 @click.option("--namespace", default=None, help="Namespace of the Workflows (default: the Certification's).")
-@click.option("--name", default=None, help="Pin the certification Workflow's name instead of generateName.")
+@click.option(
+    "--name",
+    default=None,
+    callback=lambda _ctx, _param, value: _check_workflow_name(value),
+    help="Pin the certification Workflow's name instead of generateName.",
+)
 @click.option(
     "--step-image", default=contract.DEFAULT_STEP_IMAGE, show_default=True, help="Image of the step containers."
 )

@@ -78,6 +78,12 @@ class Reconciler:
         self._clock = clock
         self._identity = identity
         self._configmaps = ConfigMapReader(kube)
+        self._written: dict[tuple[str, str], str] = {}  # resourceVersion of our last status write, by key
+
+    def wrote(self, namespace: str, name: str, resource_version: str) -> bool:
+        """Whether `resource_version` is what our last status write of this Certification produced, so its watch
+        event is our own write coming back and holds nothing to reconcile."""
+        return bool(resource_version) and self._written.get((namespace, name)) == resource_version
 
     def reconcile(self, namespace: str, name: str, workflows: Sequence[Mapping[str, Any]]) -> bool:
         """Bring one Certification's status up to date; True when a status was written."""
@@ -86,6 +92,7 @@ class Reconciler:
                 certification = self._kube.get(CERTIFICATIONS, name, namespace)
                 if certification is None:
                     self._metrics.forget(namespace, name)
+                    self._written.pop((namespace, name), None)
                     return False
                 try:
                     return self._reconcile_once(certification, workflows)
@@ -136,7 +143,9 @@ class Reconciler:
             "spec": certification["spec"],
             "status": status.model_dump(mode="json", by_alias=True, exclude_none=True),
         }
-        self._kube.replace(body, subresource="status")
+        written = self._kube.replace(body, subresource="status")
+        version = str(written.get("metadata", {}).get("resourceVersion", ""))
+        self._written[(metadata["namespace"], metadata["name"])] = version
         self._metrics.status_written()
         for event in events_for_transition(previous, status):
             self._emit(certification, event)

@@ -66,6 +66,14 @@ BY_KIND = {
         TRAINING_RUNTIMES,
         CERTIFICATIONS,
         CRDS,
+        SERVICE_ACCOUNTS,
+        ROLES,
+        ROLE_BINDINGS,
+        CLUSTER_ROLES,
+        CLUSTER_ROLE_BINDINGS,
+        DEPLOYMENTS,
+        SERVICES,
+        WORKFLOW_TEMPLATES,
     )
 }
 

@@ -160,15 +160,17 @@ def build_category_template(
         _step(contract.TEMPLATE_CLEANUP, step_image, ["cleanup"], env=_step_env(), retry_strategy=retry_on_error)
         with Steps(name=contract.TEMPLATE_CATEGORY):
             plan(name=contract.TEMPLATE_PLAN)
-            run_group(
-                name="group",
-                with_param=f"{{{{steps.{contract.TEMPLATE_PLAN}.outputs.parameters.{contract.OUTPUT_GROUPS}}}}}",
-                arguments=[
-                    Parameter(name="group", value="{{item.name}}"),
-                    Parameter(name="nodes", value="{{item.nodes}}"),
-                ],
-                continue_on=m.ContinueOn(failed=True),
-            )
+            # Overflow groups borrow nodes from the regular ones, so they run after them, in a second fan-out.
+            for step_name, output in (("group", contract.OUTPUT_GROUPS), ("overflow", contract.OUTPUT_OVERFLOW_GROUPS)):
+                run_group(
+                    name=step_name,
+                    with_param=f"{{{{steps.{contract.TEMPLATE_PLAN}.outputs.parameters.{output}}}}}",
+                    arguments=[
+                        Parameter(name="group", value="{{item.name}}"),
+                        Parameter(name="nodes", value="{{item.nodes}}"),
+                    ],
+                    continue_on=m.ContinueOn(failed=True),
+                )
             record(name=contract.TEMPLATE_RECORD)
     result: dict[str, Any] = template.to_dict()
     return result

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hera.workflows import Container, Resource, Steps, Workflow
+from hera.workflows import Container, Parameter, Resource, Steps, Workflow
 from hera.workflows import models as m
 
 from nvcre_argo import __version__, contract
@@ -67,16 +67,22 @@ def _category_labels(certification: str, category: ResolvedCategory) -> dict[str
     }
 
 
-def category_workflow_manifest(certification: str, category: ResolvedCategory) -> dict[str, Any]:
-    """The category's Workflow, created by the certification Workflow's step (named after its parent)."""
+def category_workflow_manifest(
+    certification: str, category: ResolvedCategory, *, arguments: str, step_image: str
+) -> dict[str, Any]:
+    """The category's Workflow, created by the certification Workflow's step (named after its parent).
+
+    `podSpecPatch` sets the step image on every step container (Argo names it `main`), so `--step-image`
+    reaches the steps too, whatever image the installed WorkflowTemplate was generated with."""
     spec: dict[str, Any] = {
         "workflowTemplateRef": {"name": contract.category_template_name(category.domain, category.variant)},
         "arguments": {
             "parameters": [
-                {"name": contract.PARAM_CATEGORY, "value": category_arguments(category)},
+                {"name": contract.PARAM_CATEGORY, "value": arguments},
                 {"name": contract.PARAM_CERTIFICATION, "value": certification},
             ]
         },
+        "podSpecPatch": json.dumps({"containers": [{"name": "main", "image": step_image}]}, separators=(",", ":")),
     }
     if category.options.max_concurrent:
         spec["parallelism"] = category.options.max_concurrent
@@ -97,8 +103,11 @@ def category_workflow_manifest(certification: str, category: ResolvedCategory) -
     }
 
 
-def build_certification_workflow(target: WorkflowTarget, categories: Sequence[ResolvedCategory]) -> dict[str, Any]:
-    """The parent Workflow for a resolved Certification (categories in spec order)."""
+def build_certification_workflow(
+    target: WorkflowTarget, categories: Sequence[ResolvedCategory], arguments: Sequence[str]
+) -> dict[str, Any]:
+    """The parent Workflow for a resolved Certification (categories in spec order); `arguments` are their
+    `category_arguments`, computed once by the caller."""
     names = category_step_names([(category.domain, category.variant) for category in categories])
     keys = ", ".join(f"{category.domain}/{category.variant}" for category in categories)
     metadata: dict[str, Any] = {
@@ -131,24 +140,25 @@ def build_certification_workflow(target: WorkflowTarget, categories: Sequence[Re
             Resource(
                 name=f"category-{category.index}",
                 action="create",
-                manifest=dump_yaml(category_workflow_manifest(target.certification, category)),
+                manifest=dump_yaml(
+                    category_workflow_manifest(
+                        target.certification, category, arguments=argument, step_image=target.step_image
+                    )
+                ),
                 set_owner_reference=True,
                 success_condition="status.phase == Succeeded",
                 failure_condition="status.phase in (Failed, Error)",
             )
-            for category in categories
+            for category, argument in zip(categories, arguments, strict=True)
         ]
         verdict = Container(
             name=contract.TEMPLATE_VERDICT,
             image=target.step_image,
             command=["nvcre-argo", "step"],
             args=["verdict"],
-            env=[
-                m.EnvVar(
-                    name=contract.ENV_STATUSES,
-                    value=",".join(f"{name}={{{{steps.{name}.status}}}}" for name in names),
-                )
-            ],
+            # Argo resolves `steps.*` only in the calling step's own fields, so the phases arrive as an input.
+            inputs=[Parameter(name="statuses")],
+            env=[m.EnvVar(name=contract.ENV_STATUSES, value="{{inputs.parameters.statuses}}")],
             resources=STEP_RESOURCES,
             security_context=m.SecurityContext(
                 allow_privilege_escalation=False,
@@ -160,6 +170,7 @@ def build_certification_workflow(target: WorkflowTarget, categories: Sequence[Re
         with Steps(name=contract.TEMPLATE_CERTIFICATION):
             for name, creator in zip(names, creators, strict=True):
                 creator(name=name, continue_on=m.ContinueOn(failed=True, error=True))
-            verdict(name=contract.TEMPLATE_VERDICT)
+            statuses = ",".join(f"{name}={{{{steps.{name}.status}}}}" for name in names)
+            verdict(name=contract.TEMPLATE_VERDICT, arguments=[Parameter(name="statuses", value=statuses)])
     result: dict[str, Any] = workflow.to_dict()
     return result

@@ -9,7 +9,8 @@ serialisable model because the compiler embeds it in each category's Workflow fo
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from nvcre_argo.api.options import THRESHOLD_KEYS, CategoryOptions
 from nvcre_argo.api.spec import CertificationSpec, TargetSpec
@@ -26,7 +27,9 @@ DEFAULT_REQUESTS = {"cpu": "64", "memory": "500Gi"}
 
 
 class _Resolved(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    """camelCase in JSON like the rest of the API, so the compiled category argument reads as one dialect."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", alias_generator=to_camel, populate_by_name=True)
 
 
 class ResolvedGang(_Resolved):
@@ -59,7 +62,7 @@ class ResolvedCategory(_Resolved):
     source_repo: str | None = None
     thresholds: dict[str, str]
     timeout_per_job: str
-    enable_mnnvl: bool | None = None
+    enable_mnnvl: bool | None = Field(default=None, alias="enableMNNVL")
     gpu_architecture: str | None = None
 
     @property

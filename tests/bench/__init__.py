@@ -1,0 +1,1 @@
+"""Benchmarks that print figures against their targets (run as modules; never collected by pytest)."""
