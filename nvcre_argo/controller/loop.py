@@ -183,7 +183,7 @@ class Watcher:
 
     def _on_certification_event(self, event_type: str, item: dict[str, Any]) -> None:
         key = (item["metadata"]["namespace"], item["metadata"]["name"])
-        if event_type == "MODIFIED" and self._reconciler.wrote(*key, item["metadata"].get("resourceVersion", "")):
+        if event_type == "MODIFIED" and self._reconciler.wrote(item):
             return  # our own status write coming back: reconciling it again would only re-read and compare
         with self._certifications_lock:
             if event_type == "DELETED":
@@ -221,8 +221,6 @@ class Watcher:
             thread.start()
         # Not before both first lists are in: with Certifications listed but Workflows not yet, a reconcile would
         # judge a running Certification's Workflows deleted and write (and announce) a false failure.
-        while not self._stop.is_set() and not self.synced.wait(0.5):
-            pass
         next_resync = self._clock() + self._settings.resync_seconds
         while not self._stop.is_set():
             if self._clock() >= next_resync:

@@ -78,12 +78,18 @@ class Reconciler:
         self._clock = clock
         self._identity = identity
         self._configmaps = ConfigMapReader(kube)
-        self._written: dict[tuple[str, str], str] = {}  # resourceVersion of our last status write, by key
+        self._written: dict[tuple[str, str], dict[str, Any]] = {}  # the status of our last write, by key
 
-    def wrote(self, namespace: str, name: str, resource_version: str) -> bool:
-        """Whether `resource_version` is what our last status write of this Certification produced, so its watch
-        event is our own write coming back and holds nothing to reconcile."""
-        return bool(resource_version) and self._written.get((namespace, name)) == resource_version
+    def wrote(self, certification: Mapping[str, Any]) -> bool:
+        """Whether the Certification is as our last status write left it (same status, spec generation observed),
+        so its watch event is that write coming back and holds nothing to reconcile."""
+        metadata = certification.get("metadata") or {}
+        status = certification.get("status")
+        return (
+            isinstance(status, dict)
+            and status == self._written.get((metadata.get("namespace", ""), metadata.get("name", "")))
+            and metadata.get("generation") == status.get("observedGeneration")
+        )
 
     def reconcile(self, namespace: str, name: str, workflows: Sequence[Mapping[str, Any]]) -> bool:
         """Bring one Certification's status up to date; True when a status was written."""
@@ -143,9 +149,9 @@ class Reconciler:
             "spec": certification["spec"],
             "status": status.model_dump(mode="json", by_alias=True, exclude_none=True),
         }
-        written = self._kube.replace(body, subresource="status")
-        version = str(written.get("metadata", {}).get("resourceVersion", ""))
-        self._written[(metadata["namespace"], metadata["name"])] = version
+        # Recorded before the write: its watch event can arrive before the answer to the write does.
+        self._written[(metadata["namespace"], metadata["name"])] = body["status"]
+        self._kube.replace(body, subresource="status")
         self._metrics.status_written()
         for event in events_for_transition(previous, status):
             self._emit(certification, event)

@@ -12,7 +12,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from kubernetes import client as k8s_client
@@ -252,7 +252,8 @@ class KubeClient:
             text: str = data[-limit_bytes:].decode("utf-8", errors="replace")
             return text
 
-        return self._backoff.run(attempt, f"log of pod {pod}")
+        # Logs are best effort (the kubelet may be gone with its node): two quick tries, not the full backoff.
+        return replace(self._backoff, attempts=2, first_delay=1.0).run(attempt, f"log of pod {pod}")
 
     def watch(
         self,

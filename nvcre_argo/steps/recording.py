@@ -1,7 +1,9 @@
 """The record step: gather every group's result into the reference's failed/succeeded-node ConfigMaps.
 
-Within a category a node appears once per reason in `failed-nodes-<id>`; nodes of every planned group that
-did not fail are in `succeeded-nodes-<id>`. A group with no result (its run step never finished) counts as a
+Within a category a node appears once per reason in `failed-nodes-<id>`; `succeeded-nodes-<id>` holds the
+nodes of groups whose every iteration passed. A node whose group failed for another node's sake (a
+health-check hit stops the whole group) is in neither list: it was not tested to the end, so it is not
+certified, and nothing blames it either. A group with no result (its run step never finished) counts as a
 failed workload on all its nodes: nothing is silently dropped. Each ConfigMap is written in one request, and
 its name is published (as the step's outputs) only after it exists.
 """
@@ -45,6 +47,7 @@ def record_step(kube: KubeClient, context: StepContext, *, report: Callable[[str
     configmaps, _ = kube.list(CONFIGMAPS, context.namespace, label_selector=selector)
     results = {result["group"]: result for result in (json.loads(cm["data"]["result.json"]) for cm in configmaps)}
     failed: list[FailedNode] = []
+    passed_nodes: set[str] = set()
     for group in plan.groups:
         result = results.get(group.name)
         if result is None or not result["iterations"]:
@@ -53,9 +56,10 @@ def record_step(kube: KubeClient, context: StepContext, *, report: Callable[[str
             continue
         for iteration in result["iterations"]:
             failed += [FailedNode(item["name"], item["reason"], item["message"]) for item in iteration["failed_nodes"]]
+        if all(iteration["succeeded"] for iteration in result["iterations"]):
+            passed_nodes |= set(result["nodes"])
     failed_names = {node.name for node in failed}
-    planned = sorted({node for group in plan.groups for node in group.nodes})
-    succeeded = [node for node in planned if node not in failed_names]
+    succeeded = sorted(passed_nodes - failed_names)
     failed_name = failed_nodes_configmap(context.workflow_uid)
     succeeded_name = succeeded_nodes_configmap(context.workflow_uid)
     common: dict[str, Any] = {

@@ -24,7 +24,7 @@ from nvcre_argo.resolve.values import GpuValues
 from nvcre_argo.results import HARDWARE_FAILURE_DETECTED, THRESHOLD_VIOLATION, WORKLOAD_FAILED, sanitize_log_tail
 from nvcre_argo.steps.context import StepContext
 from nvcre_argo.steps.health import DEFAULT_HEALTH_EXPRESSION, monitor_enabled, unhealthy_nodes
-from nvcre_argo.steps.workload import Clock, Phase, classify, failure_message
+from nvcre_argo.steps.workload import Clock, Phase, classify, failure_message, scheduling_message
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +147,13 @@ def _run_iteration(
                 kube.delete(TRAINJOBS, name, context.namespace)
                 message = f"node health check `{settings.health_expression}` fired during TrainJob/{name}"
                 return _failed(iteration, name, message, sick, HARDWARE_FAILURE_DETECTED)
+        if clock.blocked_too_long(timeout):
+            kube.delete(TRAINJOBS, name, context.namespace)
+            message = (
+                f"TrainJob/{name} timed out after {context.category.timeout_per_job} blocked in scheduling: "
+                f"{scheduling_message(pods)}"
+            )
+            return _failed(iteration, name, message, nodes, WORKLOAD_FAILED)
         if clock.timed_out(timeout):
             kube.delete(TRAINJOBS, name, context.namespace)
             message = f"TrainJob/{name} timed out after {context.category.timeout_per_job} of running time"

@@ -2,7 +2,9 @@
 
 The reference's clock rules: time a workload spends queued (suspended by an admission controller such as
 Kueue) or blocked in scheduling (pods `PodScheduled=False`, reason `Unschedulable`) does not count toward
-`timeoutPerJob`; Complete means success; Failed, a timeout, or the TrainJob disappearing means failure.
+`timeoutPerJob`, but one scheduling-blocked episode longer than `timeoutPerJob` is a timeout (pods that can
+never be placed must not hold the run step forever); Complete means success; Failed, a timeout, or the
+TrainJob disappearing means failure.
 The observing loop feeds each poll's objects to `classify` and `advance`; nothing here reads a clock.
 """
 
@@ -61,6 +63,16 @@ def classify(trainjob: dict[str, Any] | None, pods: Sequence[dict[str, Any]]) ->
     return Phase.RUNNING
 
 
+def scheduling_message(pods: Sequence[dict[str, Any]]) -> str:
+    """The scheduler's reason for the first unschedulable pod (by name), or "" when none is blocked."""
+    for pod in sorted(pods, key=lambda item: str(item.get("metadata", {}).get("name", ""))):
+        if _unschedulable(pod):
+            for condition in pod.get("status", {}).get("conditions") or []:
+                if condition.get("type") == "PodScheduled":
+                    return str(condition.get("message") or "Unschedulable")
+    return ""
+
+
 def failure_message(trainjob: dict[str, Any]) -> str:
     condition = _true_condition(trainjob, "Failed") or {}
     reason, message = condition.get("reason", ""), condition.get("message", "")
@@ -69,18 +81,30 @@ def failure_message(trainjob: dict[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class Clock:
-    """Active (counted) seconds of a workload, advanced poll by poll."""
+    """Active (counted) seconds of a workload, advanced poll by poll, and when the current scheduling-blocked
+    episode was first seen."""
 
     active_seconds: float = 0.0
     last_seen: float | None = None
     last_phase: Phase | None = None
+    blocked_since: float | None = None
 
     def advance(self, phase: Phase, now: float) -> Clock:
         """Count the interval since the last poll only if the workload was running throughout it."""
         counted = self.active_seconds
         if self.last_seen is not None and self.last_phase is not None and self.last_phase.counts_toward_timeout:
             counted += max(0.0, now - self.last_seen)
-        return replace(self, active_seconds=counted, last_seen=now, last_phase=phase)
+        blocked_since = None
+        if phase is Phase.SCHEDULING_BLOCKED:
+            still_blocked = self.last_phase is Phase.SCHEDULING_BLOCKED and self.blocked_since is not None
+            blocked_since = self.blocked_since if still_blocked else now
+        return replace(self, active_seconds=counted, last_seen=now, last_phase=phase, blocked_since=blocked_since)
 
     def timed_out(self, limit_seconds: float) -> bool:
         return self.active_seconds > limit_seconds
+
+    def blocked_too_long(self, limit_seconds: float) -> bool:
+        """One scheduling-blocked episode has lasted longer than the limit."""
+        if self.blocked_since is None or self.last_seen is None:
+            return False
+        return self.last_seen - self.blocked_since > limit_seconds

@@ -1,0 +1,848 @@
+"""The in-workflow steps (plan, run, record, cleanup) against a real kube-apiserver with the Trainer, JobSet and
+Argo CRDs installed.
+
+No kubelet and no controllers run, so each test plays them: it creates the Nodes, writes the TrainJob status
+the Trainer controller would write (`Complete`/`Failed` conditions, Kueue's `spec.suspend`), creates the rank
+Pods a JobSet would, and cordons nodes as a health system would. Time is a fake clock the test advances
+between polls (`RunSettings.sleep` is the test's script), so nothing waits on wall-clock time. pods/log cannot
+be served without a kubelet: the steps must (and do) run on without it, and measurement is driven by feeding
+a canned log to `measure_log`.
+
+Expected values are written from the reference (`nvcre-contract.md` §3.7 ConfigMap layout, §7.2 exclusions,
+§7.3/§7.5 grouping, §7.7 attribution, §7.8 timeouts and queueing; `argo-hera-trainer.md` §3.3-§3.4 TrainJob
+conditions and pod labels), never copied from the steps' output.
+"""
+
+from __future__ import annotations
+
+import base64
+import fcntl
+import gzip
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+
+from nvcre_argo import contract
+from nvcre_argo.kube.client import Backoff, KubeClient
+from nvcre_argo.kube.resources import CONFIGMAPS, NODES, TRAINING_RUNTIMES, TRAINJOBS
+from nvcre_argo.plan.model import Plan, PlanError
+from nvcre_argo.render.certification_workflow import category_arguments
+from nvcre_argo.steps.cleanup import cleanup_step
+from nvcre_argo.steps.context import StepContext
+from nvcre_argo.steps.measurements import measure_log
+from nvcre_argo.steps.planning import plan_step, planned_gpu_values
+from nvcre_argo.steps.recording import record_step
+from nvcre_argo.steps.running import GroupResult, Measure, RunSettings, run_group
+from tests.harness.controlplane import Cluster
+from tests.integration.steps_support import (
+    B200,
+    CERTIFICATION,
+    GB200,
+    SELECTOR_LABEL,
+    FakeClock,
+    NodeSet,
+    Script,
+    StepInterruptedError,
+    complete_trainjob,
+    create_context,
+    create_pending_pod,
+    create_rank_pod,
+    interrupt,
+    nothing,
+    owner_reference,
+    resolve_category,
+    schedule_pod,
+    set_trainjob_condition,
+    suspend_trainjob,
+    trainjobs,
+    uid8,
+)
+
+ALL_REDUCE = {"domain": "communication", "variant": "nccl-all-reduce"}
+DCGM = {"domain": "diagnostics", "variant": "dcgm-level1"}
+WORKFLOW = "cert-0"
+TRAINJOB = "cert-0-g0"  # trainjob_name(WORKFLOW, "g0"): `<workflow>-<group>`, iteration 0 has no suffix
+RUNTIME = "cert-0-runtime"
+REPO = Path(__file__).resolve().parents[2]
+NVCRE_ARGO = str(Path(sys.executable).with_name("nvcre-argo"))
+
+
+def _no_wait(_seconds: float) -> None:
+    """Backoff sleep: pods/log answers 500 without a kubelet, and retrying it must not cost the suite time."""
+
+
+@pytest.fixture(scope="module")
+def kube(control_plane: Cluster) -> Iterator[KubeClient]:
+    """The product's client (what `connect` builds), with a backoff that does not sleep."""
+    configuration = k8s_client.Configuration()
+    k8s_config.load_kube_config(config_file=str(control_plane.kubeconfig), client_configuration=configuration)
+    api = k8s_client.ApiClient(configuration)
+    try:
+        yield KubeClient(api, backoff=Backoff(sleep=_no_wait))
+    finally:
+        api.close()
+
+
+@pytest.fixture
+def nodes(kube: KubeClient, namespace: str) -> Iterator[NodeSet]:
+    node_set = NodeSet(kube, namespace)
+    try:
+        yield node_set
+    finally:
+        node_set.delete_all()
+
+
+@dataclass
+class Step:
+    """One category Workflow of this test: its context, and what the steps reported."""
+
+    kube: KubeClient
+    context: StepContext
+    clock: FakeClock = field(default_factory=FakeClock)
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def namespace(self) -> str:
+        return self.context.namespace
+
+    def plan(self) -> Plan:
+        return plan_step(self.kube, self.context, report=self.lines.append)
+
+    def run(
+        self,
+        group: str,
+        actions: list[tuple[float, Callable[[], None]]],
+        *,
+        plan: Plan | None = None,
+        measure: Measure | None = measure_log,
+    ) -> tuple[GroupResult, Script]:
+        """run_group for one planned group, the cluster changing between polls as `actions` say."""
+        plan = plan or self.plan()
+        (members,) = [item.nodes for item in plan.groups if item.name == group]
+        script = Script(self.clock, actions)
+        result = run_group(
+            self.kube,
+            self.context,
+            group=group,
+            nodes=members,
+            gpu=planned_gpu_values(self.kube, self.context),
+            settings=RunSettings(poll_seconds=0, clock=self.clock, sleep=script),
+            measure=measure,
+            report=self.lines.append,
+        )
+        return result, script
+
+    def complete(self, trainjob: str = TRAINJOB) -> Callable[[], None]:
+        return lambda: complete_trainjob(self.kube, self.namespace, trainjob)
+
+    def trainjob(self, name: str = TRAINJOB) -> dict[str, Any] | None:
+        return self.kube.get(TRAINJOBS, name, self.namespace)
+
+    def configmap(self, name: str) -> dict[str, Any]:
+        found = self.kube.get(CONFIGMAPS, name, self.namespace)
+        assert found is not None, f"ConfigMap {name} does not exist"
+        return found
+
+
+def make_step(
+    kube: KubeClient,
+    nodes: NodeSet,
+    category: dict[str, Any],
+    options: dict[str, Any] | None = None,
+    *,
+    workflow: str = WORKFLOW,
+) -> Step:
+    resolved = resolve_category(category, selector=nodes.namespace, options=options)
+    return Step(kube, create_context(kube, nodes.namespace, resolved, workflow))
+
+
+def failures(result: GroupResult) -> list[tuple[str, str, str]]:
+    """(node, reason, message) of every iteration's failed nodes."""
+    return [(item["name"], item["reason"], item["message"]) for it in result.iterations for item in it.failed_nodes]
+
+
+def shell_decode(encoded: str) -> str:
+    """What a person does with `kubectl get cm -o yaml`: `base64 -d | gunzip`."""
+    done = subprocess.run(["sh", "-c", "base64 -d | gunzip"], input=encoded.encode(), capture_output=True, check=True)
+    return done.stdout.decode("utf-8")
+
+
+# --- plan -----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GroupingCase:
+    id: str
+    category: dict[str, Any]
+    options: dict[str, Any]
+    nodes: dict[str, dict[str, Any]]  # short name -> node fields
+    groups: dict[str, list[str]]  # group -> short names
+    excluded: dict[str, str]  # short name -> reason
+    gpus_per_node: int
+
+
+GB200_NODE = {"product": GB200, "gpus": "4"}
+GROUPING_CASES = [
+    GroupingCase(
+        "nodes-per-job-makes-chunks-in-name-order",
+        ALL_REDUCE,
+        {"nodesPerJob": 2},
+        {f"n{index}": {} for index in range(4)},
+        {"g0": ["n0", "n1"], "g1": ["n2", "n3"]},
+        {},
+        8,
+    ),
+    GroupingCase(
+        "a-short-last-chunk-borrows-the-first-node-and-is-an-overflow-group",
+        ALL_REDUCE,
+        {"nodesPerJob": 2},
+        {f"n{index}": {} for index in range(5)},
+        {"g0": ["n0", "n1"], "g1": ["n2", "n3"], "g2-overflow": ["n0", "n4"]},
+        {},
+        8,
+    ),
+    GroupingCase(
+        "chunks-are-packed-inside-nvlink-cliques-not-by-name",
+        ALL_REDUCE,
+        {"nodesPerJob": 2},
+        {
+            "n0": {**GB200_NODE, "clique": "rack-a"},
+            "n1": {**GB200_NODE, "clique": "rack-b"},
+            "n2": {**GB200_NODE, "clique": "rack-a"},
+            "n3": {**GB200_NODE, "clique": "rack-b"},
+        },
+        {"g0": ["n0", "n2"], "g1": ["n1", "n3"]},
+        {},
+        4,
+    ),
+    GroupingCase(
+        "intra-rack-makes-one-group-per-clique-and-one-per-unlabelled-node",
+        ALL_REDUCE,
+        {"testScale": "intra-rack"},
+        {
+            "n0": {**GB200_NODE, "clique": "rack-a"},
+            "n1": {**GB200_NODE, "clique": "rack-a"},
+            "n2": {**GB200_NODE, "clique": "rack-b"},
+            "n3": GB200_NODE,
+        },
+        {"g0": ["n0", "n1"], "g1": ["n2"], "g2": ["n3"]},
+        {},
+        4,
+    ),
+    GroupingCase(
+        "a-per-node-entry-makes-one-group-per-node",
+        DCGM,
+        {"nodesPerJob": 3},
+        {f"n{index}": {} for index in range(3)},
+        {"g0": ["n0"], "g1": ["n1"], "g2": ["n2"]},
+        {},
+        8,
+    ),
+    GroupingCase(
+        "cordoned-minority-gpu-and-short-of-gpu-nodes-are-excluded",
+        ALL_REDUCE,
+        {},
+        {
+            "n0": {},
+            "n1": {},
+            "n2": {"unschedulable": True},
+            "n3": {"product": B200},
+            "n4": {"gpus": "4"},
+        },
+        {"g0": ["n0", "n1"]},
+        {"n2": "Cordoned", "n3": "MinorityGPUArchitecture", "n4": "InsufficientGPUs"},
+        8,
+    ),
+    GroupingCase(
+        "an-architecture-tie-goes-to-the-first-node-and-decides-the-gpu-count",
+        ALL_REDUCE,
+        {},
+        {"n0": GB200_NODE, "n1": GB200_NODE, "n2": {}, "n3": {}, "n4": {"product": None, "gpus": "4"}},
+        {"g0": ["n0", "n1", "n4"]},
+        {"n2": "MinorityGPUArchitecture", "n3": "MinorityGPUArchitecture"},
+        4,
+    ),
+]
+
+
+def _gpu_request(runtime: dict[str, Any], replicated_job: str) -> str:
+    (job,) = [item for item in runtime["spec"]["template"]["spec"]["replicatedJobs"] if item["name"] == replicated_job]
+    container = job["template"]["spec"]["template"]["spec"]["containers"][0]
+    return str(container["resources"]["limits"]["nvidia.com/gpu"])
+
+
+@pytest.mark.parametrize("case", GROUPING_CASES, ids=lambda case: case.id)
+def test_the_plan_step_groups_real_nodes_and_publishes_the_plan(
+    kube: KubeClient, nodes: NodeSet, case: GroupingCase
+) -> None:
+    for short, fields in case.nodes.items():
+        nodes.add(short, **fields)
+    step = make_step(kube, nodes, case.category, case.options)
+
+    plan = step.plan()
+
+    assert {group.name: [nodes.short(n) for n in group.nodes] for group in plan.groups} == case.groups
+    assert {nodes.short(item.node): item.reason for item in plan.excluded} == case.excluded
+    for short, reason in case.excluded.items():
+        assert any(line.startswith(f"excluded {nodes.name(short)}: {reason}: ") for line in step.lines), step.lines
+
+    configmap = step.configmap(f"group-nodes-{uid8(step.context)}")
+    assert configmap["metadata"]["ownerReferences"] == [owner_reference(step.context)]
+    group_nodes = json.loads(gzip.decompress(base64.b64decode(configmap["binaryData"]["group-nodes.json.gz"])))
+    assert group_nodes == {group: nodes.names(members) for group, members in case.groups.items()}
+    assert Plan.from_json(configmap["data"]["plan.json"]) == plan
+
+    runtime = kube.get(TRAINING_RUNTIMES, RUNTIME, step.namespace)
+    assert runtime is not None, "the TrainingRuntime was not created"
+    assert runtime["metadata"]["ownerReferences"] == [owner_reference(step.context)]
+    assert _gpu_request(runtime, "node") == str(case.gpus_per_node)
+
+
+def test_the_plan_step_names_the_selector_when_no_node_matches(kube: KubeClient, nodes: NodeSet) -> None:
+    nodes.add("other", selector=f"{nodes.prefix}-elsewhere")  # a node exists, but not under this target
+    step = make_step(kube, nodes, ALL_REDUCE)
+
+    with pytest.raises(PlanError) as raised:
+        step.plan()
+
+    assert f"no node matches the target (nodeSelector {SELECTOR_LABEL}={nodes.namespace})" in str(raised.value)
+    assert str(raised.value).startswith("communication/nccl-all-reduce: ")
+    assert kube.get(TRAINING_RUNTIMES, RUNTIME, step.namespace) is None
+    assert kube.get(CONFIGMAPS, f"group-nodes-{uid8(step.context)}", step.namespace) is None
+
+
+# --- run ------------------------------------------------------------------------------------------------------
+
+
+def _hostname_affinity(trainjob: dict[str, Any]) -> dict[str, list[str]]:
+    """replicatedJob -> the `kubernetes.io/hostname In (...)` values the runtimePatches pin it to."""
+    pinned: dict[str, list[str]] = {}
+    for patch in trainjob["spec"].get("runtimePatches") or []:
+        for job in patch["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"]:
+            affinity = job["template"]["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+            for term in affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]:
+                for requirement in term["matchExpressions"]:
+                    if requirement["key"] == "kubernetes.io/hostname" and requirement["operator"] == "In":
+                        pinned[job["name"]] = requirement["values"]
+    return pinned
+
+
+def test_a_completed_trainjob_passes_the_group_and_is_created_once_as_specified(
+    kube: KubeClient, nodes: NodeSet
+) -> None:
+    members = nodes.add_many(2)
+    step = make_step(kube, nodes, ALL_REDUCE, {"workloadMetadata": {"labels": {"team": "fleet"}}})
+
+    result, script = step.run("g0", [(1, step.complete())])
+
+    assert result.succeeded
+    assert [(it.trainjob, it.message, it.failed_nodes) for it in result.iterations] == [
+        (TRAINJOB, f"TrainJob/{TRAINJOB} completed", [])
+    ]
+    assert script.calls == 1, "the completion was noticed on the next poll"
+    (trainjob,) = trainjobs(kube, step.namespace)
+    metadata = trainjob["metadata"]
+    assert metadata["name"] == TRAINJOB
+    assert {
+        "app.kubernetes.io/managed-by": "nvcre-argo",
+        "nvcre.nvidia.com/certification": CERTIFICATION,
+        "nvcre.nvidia.com/category-index": "0",
+        "nvcre.nvidia.com/group": "g0",
+        "team": "fleet",
+    }.items() <= metadata["labels"].items()
+    assert metadata["ownerReferences"] == [owner_reference(step.context)]
+    assert trainjob["spec"]["runtimeRef"] == {
+        "apiGroup": "trainer.kubeflow.org",
+        "kind": "TrainingRuntime",
+        "name": RUNTIME,
+    }
+    assert kube.get(TRAINING_RUNTIMES, RUNTIME, step.namespace) is not None
+    assert trainjob["spec"]["trainer"]["numNodes"] == 2
+    assert _hostname_affinity(trainjob) == {"node": sorted(members)}
+
+    saved = step.configmap(f"group-result-{uid8(step.context)}-g0")
+    assert saved["metadata"]["ownerReferences"] == [owner_reference(step.context)]
+    assert {
+        "nvcre.nvidia.com/record": "group-result",
+        "nvcre.nvidia.com/group": "g0",
+        "nvcre.nvidia.com/workflow": WORKFLOW,
+    }.items() <= saved["metadata"]["labels"].items()
+    assert json.loads(saved["data"]["result.json"]) == {
+        "group": "g0",
+        "nodes": sorted(members),
+        "iterations": [
+            {
+                "iteration": 0,
+                "trainjob": TRAINJOB,
+                "succeeded": True,
+                "message": f"TrainJob/{TRAINJOB} completed",
+                "failed_nodes": [],
+                "measurements": {},
+            }
+        ],
+    }
+
+
+# nccl-tests all_reduce_perf_mpi on 16 GPUs (busbw = algbw x 2(n-1)/n = algbw x 1.875); peak busbw 375.00 GB/s.
+NCCL_LOG = """\
+# nccl-tests version 2.17.1 nccl-headers=22703 nccl-library=22703
+# Collective test starting: all_reduce_perf_mpi
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+  1073741824     268435456     float     sum      -1  10737.4  100.00  187.50      0  10845.9   99.00  185.63      0
+  8589934592    2147483648     float     sum      -1  42949.7  200.00  375.00      0  43383.5  198.00  371.25      0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 279.85
+# Collective test concluded: all_reduce_perf_mpi
+"""
+
+
+def test_a_completed_group_below_its_bandwidth_threshold_fails_every_node_with_threshold_violation(
+    kube: KubeClient, nodes: NodeSet
+) -> None:
+    members = nodes.add_many(2)
+    step = make_step(kube, nodes, ALL_REDUCE, {"thresholds": {"busBandwidthGBps": "value >= 400.0"}})
+    logs_seen: list[str] = []
+
+    def measure(context: StepContext, log_text: str) -> tuple[dict[str, float], list[str]]:
+        logs_seen.append(log_text)  # no kubelet: the launcher's log cannot be read, the canned one stands in
+        return measure_log(context, NCCL_LOG)
+
+    result, _ = step.run("g0", [(1, step.complete())], measure=measure)
+
+    assert not result.succeeded
+    assert logs_seen == [""]
+    (iteration,) = result.iterations
+    assert iteration.measurements == {"algBandwidthGBps": 200.0, "busBandwidthGBps": 375.0}
+    assert {(node, reason) for node, reason, _ in failures(result)} == {
+        (node, "ThresholdViolation") for node in members
+    }
+    assert all("busBandwidthGBps" in message for _, _, message in failures(result))
+
+
+def test_a_failed_trainjob_fails_every_group_node_naming_the_pod_node_and_exit_code(
+    kube: KubeClient, nodes: NodeSet
+) -> None:
+    members = nodes.add_many(2)
+    step = make_step(kube, nodes, ALL_REDUCE)
+    rank0, rank1 = f"{TRAINJOB}-node-0-0-x7k2p", f"{TRAINJOB}-node-0-1-q9w4z"
+
+    def fail() -> None:
+        create_rank_pod(kube, step.namespace, name=rank0, trainjob=TRAINJOB, node=members[0], exit_code=0)
+        create_rank_pod(
+            kube, step.namespace, name=rank1, trainjob=TRAINJOB, node=members[1], exit_code=137, reason="OOMKilled"
+        )
+        set_trainjob_condition(
+            kube, step.namespace, TRAINJOB, "Failed", "FailedJobs", message="job cert-0-g0-node-0 failed"
+        )
+
+    result, _ = step.run("g0", [(1, fail)])
+
+    assert not result.succeeded
+    assert {(node, reason) for node, reason, _ in failures(result)} == {(node, "WorkloadFailed") for node in members}
+    (message,) = {message for _, _, message in failures(result)}
+    assert message.startswith(f"TrainJob/{TRAINJOB} failed: FailedJobs: job cert-0-g0-node-0 failed; ")
+    assert f"pod {rank1} on node {members[1]}: container node exited 137 (OOMKilled)" in message
+    assert rank0 not in message, "a rank that exited 0 is not the culprit"
+    assert "log unavailable" in message, "without a kubelet the log cannot be read, and the message says so"
+    assert step.trainjob() is not None, "a finished TrainJob is kept for inspection"
+
+
+def test_a_node_cordoned_mid_run_is_a_hardware_failure_and_the_trainjob_is_deleted(
+    kube: KubeClient, nodes: NodeSet
+) -> None:
+    nodes.add_many(3)
+    step = make_step(kube, nodes, ALL_REDUCE)
+
+    result, script = step.run("g0", [(1, nothing), (1, lambda: nodes.cordon("n1"))])
+
+    assert failures(result) == [
+        (
+            nodes.name("n1"),
+            "HardwareFailureDetected",
+            f"node health check `node.spec.unschedulable == true` fired during TrainJob/{TRAINJOB}",
+        )
+    ]
+    assert script.calls == 2
+    assert step.trainjob() is None, "the TrainJob is deleted to free the GPUs"
+
+
+def test_groupmates_of_a_sick_node_are_neither_failed_nor_certified(kube: KubeClient, nodes: NodeSet) -> None:
+    nodes.add_many(3)
+    step = make_step(kube, nodes, ALL_REDUCE)
+    step.run("g0", [(1, nothing), (1, lambda: nodes.cordon("n1"))])
+
+    outcome = record_step(kube, step.context, report=step.lines.append)
+
+    assert [(node.name, node.reason) for node in outcome.failed] == [(nodes.name("n1"), "HardwareFailureDetected")]
+    assert outcome.succeeded == [], "their test was stopped before it finished, so nothing is certified"
+
+
+def test_time_suspended_by_kueue_does_not_count_toward_the_timeout(kube: KubeClient, nodes: NodeSet) -> None:
+    nodes.add_many(2)
+    step = make_step(kube, nodes, ALL_REDUCE, {"timeoutPerJob": "2s"})
+
+    def suspend() -> None:
+        suspend_trainjob(kube, step.namespace, TRAINJOB, suspended=True)
+
+    def resume() -> None:
+        suspend_trainjob(kube, step.namespace, TRAINJOB, suspended=False)
+
+    queued_polls: list[tuple[float, Callable[[], None]]] = [(10, nothing)] * 4  # 40 s queued, limit 2 s
+    result, script = step.run(
+        "g0",
+        [(0, suspend), *queued_polls, (0, resume), (1, nothing), (0, step.complete())],
+    )
+
+    assert result.succeeded, result.iterations[0].message
+    assert script.calls == 8
+    assert f"TrainJob/{TRAINJOB}: Queued (running time counted: 0s of 2s)" in step.lines
+    assert step.trainjob() is not None
+
+
+def test_a_trainjob_running_past_timeout_per_job_fails_and_is_deleted(kube: KubeClient, nodes: NodeSet) -> None:
+    members = nodes.add_many(2)
+    step = make_step(kube, nodes, ALL_REDUCE, {"timeoutPerJob": "2s"})
+
+    result, _ = step.run("g0", [(1, nothing), (10, nothing)])
+
+    message = f"TrainJob/{TRAINJOB} timed out after 2s of running time"
+    assert failures(result) == [(node, "WorkloadFailed", message) for node in members]
+    assert step.trainjob() is None
+
+
+UNSCHEDULABLE = "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."
+
+
+def test_time_blocked_in_scheduling_does_not_count_toward_the_timeout(kube: KubeClient, nodes: NodeSet) -> None:
+    nodes.add_many(2)
+    step = make_step(kube, nodes, ALL_REDUCE, {"timeoutPerJob": "2s"})
+    pod = f"{TRAINJOB}-node-0-0-b7d9k"
+
+    def block() -> None:
+        create_pending_pod(kube, step.namespace, name=pod, trainjob=TRAINJOB, message=UNSCHEDULABLE)
+
+    # 1.5 s blocked + 1.5 s running: over the 2 s limit only if the blocked time were counted.
+    result, script = step.run(
+        "g0",
+        [
+            (0, block),
+            (1.5, nothing),
+            (0, lambda: schedule_pod(kube, step.namespace, name=pod)),
+            (1.5, nothing),
+            (0, step.complete()),
+        ],
+    )
+
+    assert result.succeeded, result.iterations[0].message
+    assert script.calls == 5
+    assert any(line.startswith(f"TrainJob/{TRAINJOB}: SchedulingBlocked") for line in step.lines), step.lines
+
+
+def test_a_trainjob_blocked_in_scheduling_longer_than_timeout_per_job_times_out(
+    kube: KubeClient, nodes: NodeSet
+) -> None:
+    """Reference §7.8: the clock pauses while pods are unschedulable, but one episode longer than timeoutPerJob
+    times the Job out; otherwise a group whose pods can never be placed would hold its run step forever."""
+    members = nodes.add_many(2)
+    step = make_step(kube, nodes, ALL_REDUCE, {"timeoutPerJob": "2s"})
+
+    def block() -> None:
+        create_pending_pod(
+            kube, step.namespace, name=f"{TRAINJOB}-node-0-0-b7d9k", trainjob=TRAINJOB, message=UNSCHEDULABLE
+        )
+
+    result, _ = step.run("g0", [(0, block), (1, nothing), (10, nothing)])
+
+    assert {(node, reason) for node, reason, _ in failures(result)} == {(node, "WorkloadFailed") for node in members}
+    (message,) = {message for _, _, message in failures(result)}
+    assert message.startswith(f"TrainJob/{TRAINJOB} timed out after 2s blocked in scheduling")
+    assert UNSCHEDULABLE in message, "the scheduler's own reason is kept"
+    assert step.trainjob() is None
+
+
+def test_a_trainjob_deleted_by_someone_else_fails_the_group(kube: KubeClient, nodes: NodeSet) -> None:
+    members = nodes.add_many(2)
+    step = make_step(kube, nodes, ALL_REDUCE)
+
+    result, _ = step.run("g0", [(1, lambda: kube.delete(TRAINJOBS, TRAINJOB, step.namespace))])
+
+    message = f"Workload TrainJob/{TRAINJOB} was deleted"  # the reference's own example message (§3.7)
+    assert failures(result) == [(node, "WorkloadFailed", message) for node in members]
+
+
+def test_running_a_group_again_finds_its_completed_trainjob_and_gives_the_same_result(
+    kube: KubeClient, nodes: NodeSet
+) -> None:
+    nodes.add_many(2)
+    step = make_step(kube, nodes, ALL_REDUCE)
+    first, _ = step.run("g0", [(1, step.complete())])
+    (created,) = trainjobs(kube, step.namespace)
+
+    second, script = step.run("g0", [])  # an empty script: any poll after the first fails the test
+
+    assert second.to_json() == first.to_json()
+    assert script.calls == 0
+    (found,) = trainjobs(kube, step.namespace)
+    assert found["metadata"]["uid"] == created["metadata"]["uid"]
+
+
+def test_a_run_step_restarted_mid_run_adopts_its_running_trainjob(kube: KubeClient, nodes: NodeSet) -> None:
+    nodes.add_many(2)
+    step = make_step(kube, nodes, ALL_REDUCE)
+    with pytest.raises(StepInterruptedError):
+        step.run("g0", [(1, interrupt)])
+    (created,) = trainjobs(kube, step.namespace)
+
+    result, _ = step.run("g0", [(1, step.complete())])
+
+    assert result.succeeded
+    (found,) = trainjobs(kube, step.namespace)
+    assert found["metadata"]["uid"] == created["metadata"]["uid"]
+
+
+def test_a_trainjob_of_the_same_name_not_owned_by_the_workflow_is_left_alone(kube: KubeClient, nodes: NodeSet) -> None:
+    members = nodes.add_many(2)
+    step = make_step(kube, nodes, ALL_REDUCE)
+    foreign = kube.create(
+        {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "metadata": {"name": TRAINJOB, "namespace": step.namespace},
+            "spec": {"runtimeRef": {"name": "someone-elses-runtime"}},
+        }
+    )
+
+    result, script = step.run("g0", [])
+
+    message = f"TrainJob/{TRAINJOB} already exists and is not owned by this Workflow; it was left alone"
+    assert failures(result) == [(node, "WorkloadFailed", message) for node in members]
+    assert script.calls == 0
+    found = step.trainjob()
+    assert found is not None
+    assert (found["metadata"]["uid"], found["spec"]["runtimeRef"]["name"]) == (
+        foreign["metadata"]["uid"],
+        "someone-elses-runtime",
+    )
+
+
+def test_every_iteration_of_repeat_count_runs_its_own_trainjob(kube: KubeClient, nodes: NodeSet) -> None:
+    nodes.add_many(1)
+    step = make_step(kube, nodes, ALL_REDUCE, {"repeatCount": 2})
+
+    result, _ = step.run("g0", [(1, step.complete()), (1, step.complete(f"{TRAINJOB}-i1"))])
+
+    assert [(it.iteration, it.trainjob, it.succeeded) for it in result.iterations] == [
+        (0, TRAINJOB, True),
+        (1, f"{TRAINJOB}-i1", True),
+    ]
+    assert sorted(item["metadata"]["name"] for item in trainjobs(kube, step.namespace)) == [
+        TRAINJOB,
+        f"{TRAINJOB}-i1",
+    ]
+
+
+# --- record ---------------------------------------------------------------------------------------------------
+
+
+def test_the_record_step_writes_the_reference_configmaps_from_every_group_result(
+    kube: KubeClient, nodes: NodeSet
+) -> None:
+    nodes.add_many(6)
+    step = make_step(kube, nodes, ALL_REDUCE, {"nodesPerJob": 2})
+    plan = step.plan()
+    assert [group.name for group in plan.groups] == ["g0", "g1", "g2"]
+    step.run("g0", [(1, step.complete())], plan=plan)
+    step.run("g1", [(1, lambda: kube.delete(TRAINJOBS, "cert-0-g1", step.namespace))], plan=plan)
+    # g2's run step never finished: no result at all.
+
+    outcome = record_step(kube, step.context, report=step.lines.append)
+
+    suffix = uid8(step.context)
+    assert (outcome.failed_nodes_ref, outcome.succeeded_nodes_ref) == (
+        f"failed-nodes-{suffix}",
+        f"succeeded-nodes-{suffix}",
+    )
+    assert not outcome.passed
+    deleted = "Workload TrainJob/cert-0-g1 was deleted"
+    no_result = "no result was recorded for group g2 (its run step did not finish)"
+    expected_failed = (
+        "["
+        + ",".join(
+            f'{{"name":"{nodes.name(short)}","reason":"WorkloadFailed","message":"{message}"}}'
+            for short, message in (("n2", deleted), ("n3", deleted), ("n4", no_result), ("n5", no_result))
+        )
+        + "]"
+    )
+    failed = step.configmap(f"failed-nodes-{suffix}")
+    succeeded = step.configmap(f"succeeded-nodes-{suffix}")
+    assert shell_decode(failed["binaryData"]["failed-nodes.json.gz"]) == expected_failed
+    assert shell_decode(succeeded["binaryData"]["succeeded-nodes.csv.gz"]) == ",".join(nodes.names(["n0", "n1"]))
+    for configmap in (failed, succeeded):
+        assert configmap["metadata"]["ownerReferences"] == [owner_reference(step.context)]
+        assert set(configmap.get("binaryData", {})) | set(configmap.get("data", {})) == set(configmap["binaryData"]), (
+            "one key, binaryData only"
+        )
+
+    versions = (failed["metadata"]["resourceVersion"], succeeded["metadata"]["resourceVersion"])
+    record_step(kube, step.context, report=step.lines.append)
+    again = (
+        step.configmap(f"failed-nodes-{suffix}")["metadata"]["resourceVersion"],
+        step.configmap(f"succeeded-nodes-{suffix}")["metadata"]["resourceVersion"],
+    )
+    assert again == versions, "recording again writes identical bytes, so the update is a no-op"
+
+
+# --- cleanup --------------------------------------------------------------------------------------------------
+
+
+def test_cleanup_deletes_only_this_workflows_unfinished_trainjobs(kube: KubeClient, nodes: NodeSet) -> None:
+    nodes.add_many(4)
+    step = make_step(kube, nodes, ALL_REDUCE, {"nodesPerJob": 1})
+    other = Step(kube, create_context(kube, step.namespace, step.context.category, "cert-1"))
+    plan = step.plan()
+    with pytest.raises(StepInterruptedError):
+        step.run("g0", [(1, interrupt)], plan=plan)  # running when its step was stopped
+    with pytest.raises(StepInterruptedError):
+        step.run(
+            "g1",
+            [(1, lambda: suspend_trainjob(kube, step.namespace, "cert-0-g1", suspended=True)), (1, interrupt)],
+            plan=plan,
+        )  # queued by Kueue when its step was stopped
+    step.run("g2", [(1, step.complete("cert-0-g2"))], plan=plan)
+    step.run(
+        "g3",
+        [(1, lambda: set_trainjob_condition(kube, step.namespace, "cert-0-g3", "Failed", "FailedJobs"))],
+        plan=plan,
+    )
+    with pytest.raises(StepInterruptedError):
+        other.run("g0", [(1, interrupt)])  # the same certification and category, another Workflow
+
+    deleted = cleanup_step(kube, step.context, report=step.lines.append)
+
+    assert deleted == ["cert-0-g0", "cert-0-g1"]
+    assert sorted(item["metadata"]["name"] for item in trainjobs(kube, step.namespace)) == [
+        "cert-0-g2",
+        "cert-0-g3",
+        "cert-1-g0",
+    ]
+    assert "deleted unfinished TrainJob/cert-0-g0" in step.lines
+    assert cleanup_step(kube, step.context, report=step.lines.append) == []
+    assert step.lines[-1] == "no unfinished TrainJob to delete"
+    for name in nodes.created:
+        node = kube.get(NODES, name)
+        assert node is not None, f"cleanup deleted Node {name}"
+        assert not node["spec"].get("unschedulable"), f"cleanup cordoned Node {name}"
+
+
+# --- the CLI --------------------------------------------------------------------------------------------------
+
+
+def _step_env(control_plane: Cluster, context: StepContext, **extra: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "KUBECONFIG": str(control_plane.kubeconfig),
+        contract.ENV_CATEGORY: category_arguments(context.category),
+        contract.ENV_CERTIFICATION: context.certification,
+        contract.ENV_WORKFLOW_NAME: context.workflow_name,
+        contract.ENV_WORKFLOW_UID: context.workflow_uid,
+        contract.ENV_NAMESPACE: context.namespace,
+        **extra,
+    }
+
+
+def _run_cli(command: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [NVCRE_ARGO, "step", command], env=env, capture_output=True, text=True, timeout=120, check=False, cwd=REPO
+    )
+
+
+@pytest.fixture
+def output_dir() -> Iterator[Path]:
+    """The step outputs' fixed directory (an emptyDir in the step pod, shared by every process on this machine
+    here): held under an exclusive lock and emptied of the step files, before and after."""
+    directory = Path(contract.OUTPUT_DIR)
+    files = [
+        contract.GROUPS_FILE,
+        contract.OVERFLOW_GROUPS_FILE,
+        contract.FAILED_NODES_REF_FILE,
+        contract.SUCCEEDED_NODES_REF_FILE,
+    ]
+
+    def clear() -> None:
+        for name in files:
+            Path(name).unlink(missing_ok=True)
+
+    directory.mkdir(parents=True, exist_ok=True)
+    with (directory / ".test-lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        clear()
+        try:
+            yield directory
+        finally:
+            clear()
+
+
+def test_the_plan_command_writes_the_groups_for_argo(
+    kube: KubeClient, nodes: NodeSet, control_plane: Cluster, output_dir: Path
+) -> None:
+    nodes.add_many(5)
+    step = make_step(kube, nodes, ALL_REDUCE, {"nodesPerJob": 2})
+
+    done = _run_cli("plan", _step_env(control_plane, step.context))
+
+    assert done.returncode == 0, done.stderr
+    assert json.loads(Path(contract.GROUPS_FILE).read_text()) == [
+        {"name": "g0", "nodes": nodes.names(["n0", "n1"])},
+        {"name": "g1", "nodes": nodes.names(["n2", "n3"])},
+    ]
+    assert json.loads(Path(contract.OVERFLOW_GROUPS_FILE).read_text()) == [
+        {"name": "g2-overflow", "nodes": nodes.names(["n0", "n4"])}
+    ]
+    assert "5 node(s), 0 excluded, 3 group(s)" in done.stdout
+    assert kube.get(CONFIGMAPS, f"group-nodes-{uid8(step.context)}", step.namespace) is not None
+
+
+def test_the_plan_command_fails_with_the_reason_when_nothing_matches(
+    kube: KubeClient, nodes: NodeSet, control_plane: Cluster, output_dir: Path
+) -> None:
+    step = make_step(kube, nodes, ALL_REDUCE)
+
+    done = _run_cli("plan", _step_env(control_plane, step.context))
+
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: communication/nccl-all-reduce: no node matches the target")
+    assert not Path(contract.GROUPS_FILE).exists()
+
+
+def test_the_run_record_and_cleanup_commands_finish_a_category(
+    kube: KubeClient, nodes: NodeSet, control_plane: Cluster, output_dir: Path
+) -> None:
+    members = nodes.add_many(2)
+    step = make_step(kube, nodes, ALL_REDUCE)
+    with pytest.raises(StepInterruptedError):
+        step.run("g0", [(1, interrupt)])  # the first attempt of the run step was killed ...
+    complete_trainjob(kube, step.namespace, TRAINJOB)  # ... and its TrainJob finished meanwhile
+
+    ran = _run_cli("run", _step_env(control_plane, step.context, NVCRE_GROUP="g0", NVCRE_NODES=json.dumps(members)))
+    recorded = _run_cli("record", _step_env(control_plane, step.context))
+    cleaned = _run_cli("cleanup", _step_env(control_plane, step.context))
+
+    assert (ran.returncode, recorded.returncode, cleaned.returncode) == (0, 0, 0), (ran.stderr, recorded.stderr)
+    assert f"group g0 iteration 1/1: PASSED: TrainJob/{TRAINJOB} completed" in ran.stdout
+    suffix = uid8(step.context)
+    assert Path(contract.FAILED_NODES_REF_FILE).read_text() == f"failed-nodes-{suffix}"
+    assert Path(contract.SUCCEEDED_NODES_REF_FILE).read_text() == f"succeeded-nodes-{suffix}"
+    assert "no unfinished TrainJob to delete" in cleaned.stdout
+    (only,) = trainjobs(kube, step.namespace)
+    assert only["metadata"]["name"] == TRAINJOB
