@@ -2,8 +2,9 @@
 
 The holder renews the Lease every `renew_seconds`; another replica takes it over only after
 `lease_seconds` without renewal. Every write to the Lease carries the resourceVersion it read, so two
-candidates racing for an expired Lease cannot both win. A leader that fails to renew in time stops leading
-(the process exits and is restarted), rather than risk writing beside a new leader.
+candidates racing for an expired Lease cannot both win. A leader that has not renewed within its renew
+deadline (two thirds of the lease) stops leading (the process exits and is restarted), so it stops before a
+standby may take over; Lease requests are tried once each, never retried past that deadline.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from nvcre_argo.kube.client import ApiError, KubeClient
+from nvcre_argo.kube.client import ApiError, Backoff, KubeClient
 from nvcre_argo.kube.resources import LEASES
 
 log = logging.getLogger(__name__)
@@ -58,7 +59,7 @@ class LeaderElector:
     def __init__(
         self, kube: KubeClient, settings: LeaseSettings, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     ) -> None:
-        self._kube = kube
+        self._kube = kube.with_backoff(Backoff(attempts=1))
         self._settings = settings
         self._clock = clock
         self.leading = threading.Event()
@@ -116,7 +117,7 @@ class LeaderElector:
         while not stop.wait(settings.renew_seconds):
             if self._attempt():
                 last_renewal = self._clock()
-            elif (self._clock() - last_renewal).total_seconds() > settings.lease_seconds:
+            elif (self._clock() - last_renewal).total_seconds() > settings.lease_seconds * 2 / 3:
                 log.error("lost the Lease %s/%s; stopping", settings.namespace, settings.name)
                 self.leading.clear()
                 on_lost()

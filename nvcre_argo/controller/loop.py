@@ -221,6 +221,8 @@ class Watcher:
             thread.start()
         # Not before both first lists are in: with Certifications listed but Workflows not yet, a reconcile would
         # judge a running Certification's Workflows deleted and write (and announce) a false failure.
+        while not self._stop.is_set() and not self.synced.wait(0.5):
+            pass
         next_resync = self._clock() + self._settings.resync_seconds
         while not self._stop.is_set():
             if self._clock() >= next_resync:
@@ -239,4 +241,12 @@ class Watcher:
             self._reconciler.reconcile(namespace, name, self.workflows.for_certification(key))
         except ApiError as error:
             log.warning("reconciling %s/%s: %s; will retry", namespace, name, error)
-            threading.Timer(self._settings.error_backoff_seconds, self.queue.add, args=(key,)).start()
+            self._requeue_later(key)
+        except Exception:  # one bad object must not stop the watcher for every other Certification
+            log.exception("reconciling %s/%s failed unexpectedly; will retry", namespace, name)
+            self._requeue_later(key)
+
+    def _requeue_later(self, key: Key) -> None:
+        timer = threading.Timer(self._settings.error_backoff_seconds, self.queue.add, args=(key,))
+        timer.daemon = True
+        timer.start()

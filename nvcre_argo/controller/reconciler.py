@@ -24,10 +24,15 @@ from nvcre_argo.controller.inputs import ConfigMapReader, read_counts
 from nvcre_argo.controller.observability import Metrics
 from nvcre_argo.errors import CompileError, InvalidDocumentError
 from nvcre_argo.kube.client import ApiError, KubeClient
-from nvcre_argo.kube.resources import CERTIFICATIONS
+from nvcre_argo.kube.resources import CERTIFICATIONS, WORKFLOWS
 from nvcre_argo.loading import LoadedCertification, parse_certification
 from nvcre_argo.names import LABEL_ROLE, ROLE_PARENT, submitted_workflow_name
-from nvcre_argo.watch.build_failure import build_failure_status
+from nvcre_argo.watch.build_failure import (
+    SubmitProblem,
+    compile_problem,
+    name_collision_problem,
+    not_started_status,
+)
 from nvcre_argo.watch.events import Event, events_for_transition
 from nvcre_argo.watch.status import compute_status, status_changed
 
@@ -113,10 +118,9 @@ class Reconciler:
         now = self._clock()
         unfinished = previous is None or previous.result in (None, "RUNNING")
         if self._submit is not None and unfinished and not _has_own_parent(certification, workflows):
-            failure = self._submit_workflow(certification)
-            if failure is not None:
-                status = build_failure_status(certification, failure.errors, previous, now)
-                return self._write(certification, previous, status)
+            problem = self._submit_workflow(certification)
+            if problem is not None:
+                return self._write(certification, previous, not_started_status(certification, problem, previous, now))
         own = relevant_workflows(certification, workflows, submit=self._submit is not None)
         status = compute_status(certification, own, previous, now)
         counts = read_counts(self._configmaps, certification["metadata"]["namespace"], status, own)
@@ -187,8 +191,8 @@ class Reconciler:
         except ApiError as error:  # an Event is worth a warning, not a failed reconcile
             log.warning("cannot record Event %s for %s: %s", event.reason, metadata["name"], error)
 
-    def _submit_workflow(self, certification: dict[str, Any]) -> CompileError | None:
-        """Compile and create the certification Workflow; the CompileError when it cannot be compiled."""
+    def _submit_workflow(self, certification: dict[str, Any]) -> SubmitProblem | None:
+        """Compile and create the certification Workflow; why not, when it cannot be."""
         assert self._submit is not None
         metadata = certification["metadata"]
         try:
@@ -215,7 +219,7 @@ class Reconciler:
                 ),
             )
         except (CompileError, InvalidDocumentError) as error:
-            return error if isinstance(error, CompileError) else CompileError(error.errors)
+            return compile_problem(error.errors)
         try:
             self._kube.create(compiled.workflow)
             self._metrics.workflow_submitted()
@@ -228,6 +232,10 @@ class Reconciler:
         except ApiError as error:
             if not error.already_exists:
                 raise
+            name = compiled.workflow["metadata"]["name"]
+            existing = self._kube.get(WORKFLOWS, name, metadata["namespace"]) or {}
+            if not _owned_by(existing, metadata["uid"]):
+                return name_collision_problem(name)
         return None
 
 

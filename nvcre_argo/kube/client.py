@@ -90,6 +90,10 @@ class KubeClient:
         self._api = api_client
         self._backoff = backoff or Backoff()
 
+    def with_backoff(self, backoff: Backoff) -> KubeClient:
+        """The same connection with another retry policy (leader election must not retry for 15 s)."""
+        return KubeClient(self._api, backoff=backoff)
+
     # -- raw requests ---------------------------------------------------------------------------------------
 
     def _send(
