@@ -106,7 +106,7 @@ def _resolve_category(
     labels = merge_workload_labels(catalog_labels=entry.labels, spec=spec, index=index, gang=gang)
     resources, resource_errors = _resolve_resources(effective, entry)
     thresholds, threshold_errors = _resolve_thresholds(effective)
-    errors = [*labels.errors, *resource_errors, *threshold_errors]
+    errors = [*labels.errors, *resource_errors, *threshold_errors, *_placement_errors(effective, entry)]
     if errors:
         return None, errors
     category = spec.categories[index]
@@ -159,6 +159,43 @@ def _resolve_resources(
                 )
             )
     return ResolvedResources(limits=limits, requests=requests), errors
+
+
+def _placement_errors(effective: EffectiveOptions, entry: CatalogEntry) -> list[FieldError]:
+    """Grouping choices that can be refused before any node is looked at (the plan step would refuse them
+    too, hours later, after the categories before it ran)."""
+    options, errors = effective.options, []
+    if options.test_scale == "diagnose":
+        errors.append(
+            FieldError(
+                effective.origin("test_scale"),
+                "unsupported",
+                "testScale diagnose (adaptive fault isolation) is not supported yet; use intra-rack or full-scale",
+            )
+        )
+    if options.placement == "Unpinned":
+        if options.nodes_per_job is None:
+            errors.append(
+                FieldError(
+                    effective.origin("placement"),
+                    "rule",
+                    "placement Unpinned needs nodesPerJob: the scheduler picks exactly that many target nodes",
+                )
+            )
+        grouped = (
+            f"{entry.key}, which runs one node per group"
+            if entry.grouping == "per-node"
+            else f"testScale {options.test_scale}"
+            if options.test_scale in ("intra-node", "intra-rack")
+            else None
+        )
+        if grouped:
+            errors.append(
+                FieldError(
+                    effective.origin("placement"), "rule", f"placement Unpinned cannot be combined with {grouped}"
+                )
+            )
+    return errors
 
 
 def _resolve_thresholds(effective: EffectiveOptions) -> tuple[dict[str, str], list[FieldError]]:

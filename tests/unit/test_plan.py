@@ -89,6 +89,13 @@ def with_options(category: dict[str, Any], **options: Any) -> dict[str, Any]:
     return {**category, "options": options}
 
 
+def edited_by_hand(category: ResolvedCategory, **options: Any) -> ResolvedCategory:
+    """A category argument changed after compiling (e.g. in the Argo UI), so the compiler's checks were skipped:
+    the plan step must still refuse what it cannot honour."""
+    changed = category.options.model_copy(update=options)
+    return category.model_copy(update={"options": changed})
+
+
 def group_nodes(plan: Plan) -> list[list[str]]:
     return [list(group.nodes) for group in plan.groups]
 
@@ -390,7 +397,7 @@ def test_per_node_entries_get_one_group_per_node_whatever_nodes_per_job_says() -
 
 def test_diagnose_is_reported_as_unsupported_rather_than_degraded() -> None:
     with pytest.raises(PlanError, match="testScale diagnose"):
-        plan_category(make_nodes(2), resolve(with_options(ALL_REDUCE, testScale="diagnose")))
+        plan_category(make_nodes(2), edited_by_hand(resolve(ALL_REDUCE), test_scale="diagnose"))
 
 
 def test_training_uses_every_node_when_the_gpus_divide_by_the_parallelism() -> None:
@@ -434,13 +441,14 @@ def test_unpinned_placement_plans_one_unpinned_group_of_nodes_per_job() -> None:
     ("options", "message"),
     [
         pytest.param({}, "placement Unpinned needs nodesPerJob", id="without-nodesPerJob"),
-        pytest.param({"nodesPerJob": 6}, "asks for nodesPerJob 6 nodes, only 5 eligible", id="more-than-eligible"),
-        pytest.param({"nodesPerJob": 1, "testScale": "intra-rack"}, "with testScale intra-rack", id="intra-rack"),
+        pytest.param({"nodes_per_job": 6}, "asks for nodesPerJob 6 nodes, only 5 eligible", id="more-than-eligible"),
+        pytest.param({"nodes_per_job": 1, "test_scale": "intra-rack"}, "with testScale intra-rack", id="intra-rack"),
     ],
 )
 def test_unpinned_placement_rejects_what_it_cannot_honour(options: dict[str, Any], message: str) -> None:
+    category = edited_by_hand(resolve(ALL_REDUCE), placement="Unpinned", **options)
     with pytest.raises(PlanError, match=message):
-        plan_category(make_nodes(5), resolve(with_options(ALL_REDUCE, placement="Unpinned", **options)))
+        plan_category(make_nodes(5), category)
 
 
 def test_group_names_are_dns_labels() -> None:

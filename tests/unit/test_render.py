@@ -379,9 +379,13 @@ def test_the_trainjob_is_pinned_to_its_nodes_through_a_runtime_patch(case: Rende
 # --- focused rules ---------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("key", ENTRY_KEYS)
+# Per-node entries cannot be unpinned (refused when resolving: see test_resolution).
+MULTI_NODE_KEYS = [key for key in ENTRY_KEYS if not key.startswith(("diagnostics/", "communication/nccl-loopback"))]
+
+
+@pytest.mark.parametrize("key", MULTI_NODE_KEYS)
 def test_an_unpinned_trainjob_has_no_hostname_pinning(key: str) -> None:
-    _, _, trainjob, _ = render_with(key, "kai", {"placement": "Unpinned"}, "h100", {})
+    _, _, trainjob, _ = render_with(key, "kai", {"placement": "Unpinned", "nodesPerJob": 2}, "h100", {})
     assert "runtimePatches" not in trainjob["spec"]
     assert validation_errors("TrainJob", trainjob) == []
 
@@ -389,7 +393,7 @@ def test_an_unpinned_trainjob_has_no_hostname_pinning(key: str) -> None:
 def test_an_unpinned_trainjob_still_requires_the_target_nodes() -> None:
     target = {"nodeSelector": {"nvidia.com/gpu.present": "true"}}
     _, runtime, trainjob, _ = render_with(
-        "communication/nccl-all-reduce", "no-gang", {"placement": "Unpinned"}, "h100", target
+        "communication/nccl-all-reduce", "no-gang", {"placement": "Unpinned", "nodesPerJob": 2}, "h100", target
     )
     text = dump_yaml({"runtime": runtime, "trainjob": trainjob})
     assert "requiredDuringSchedulingIgnoredDuringExecution" in text

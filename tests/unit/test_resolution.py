@@ -678,3 +678,43 @@ def test_architecture_of_maps_real_gpu_product_labels_to_table_keys(product: str
 
 def test_a_gh200_superchip_is_an_unknown_architecture_not_an_h200() -> None:
     assert architecture_of("NVIDIA-GH200-480GB") is None
+
+
+def _resolve_errors(spec_text: str) -> set[tuple[str, str, str]]:
+    from nvcre_argo.catalog.loader import load_catalog
+    from nvcre_argo.errors import format_path
+    from nvcre_argo.loading import load_certifications
+    from nvcre_argo.resolve.category import resolve_certification
+
+    document = "apiVersion: nvcre.nvidia.com/v1alpha1\nkind: Certification\nmetadata: {name: t}\n" + spec_text
+    (loaded,) = load_certifications(document, "t.yaml")
+    _, errors = resolve_certification(loaded.certification.spec, load_catalog())
+    return {(format_path(error.path), error.kind, error.message) for error in errors}
+
+
+def test_diagnose_and_impossible_unpinned_placements_are_refused_at_compile_time() -> None:
+    errors = _resolve_errors(
+        "spec:\n  target: {}\n  placement: Unpinned\n  categories:\n"
+        "  - {domain: communication, variant: nccl-all-reduce, options: {testScale: diagnose, nodesPerJob: 2}}\n"
+        "  - {domain: diagnostics, variant: dcgm-level1}\n"
+    )
+
+    assert {(path, kind) for path, kind, _ in errors} == {
+        ("spec.categories[0].options.testScale", "unsupported"),
+        ("spec.placement", "rule"),
+    }
+    messages = {message for _, _, message in errors}
+    assert "placement Unpinned needs nodesPerJob: the scheduler picks exactly that many target nodes" in messages
+    assert "placement Unpinned cannot be combined with diagnostics/dcgm-level1, which runs one node per group" in (
+        messages
+    )
+
+
+def test_an_unpinned_category_with_nodes_per_job_resolves() -> None:
+    assert (
+        _resolve_errors(
+            "spec:\n  target: {}\n  categories:\n"
+            "  - {domain: communication, variant: nccl-all-reduce, options: {placement: Unpinned, nodesPerJob: 4}}\n"
+        )
+        == set()
+    )
