@@ -44,7 +44,7 @@ unit: $(STAMP) ## Unit tests only (no control plane)
 integration: $(STAMP) testbin ## Integration tests against a real kube-apiserver + etcd
 	$(PYTHON) -m pytest -m k8s $(PYTEST_ARGS)
 
-testbin: ## Build kube-apiserver, etcd (and kcm, scheduler) from Go modules into ~/.cache (once per version)
+testbin: ## Build kube-apiserver, etcd, kcm, scheduler and Argo's linter from Go modules into ~/.cache (once per version)
 	bash hack/testbin.sh build
 
 generate: $(STAMP) ## Regenerate committed generated files (the CRD, workflow_templates/)
