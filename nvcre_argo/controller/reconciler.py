@@ -24,7 +24,7 @@ from nvcre_argo.controller.inputs import ConfigMapReader, read_counts
 from nvcre_argo.controller.observability import Metrics
 from nvcre_argo.errors import CompileError, InvalidDocumentError
 from nvcre_argo.kube.client import ApiError, KubeClient
-from nvcre_argo.kube.resources import CERTIFICATIONS, WORKFLOWS
+from nvcre_argo.kube.resources import CERTIFICATIONS, WORKFLOWS, owned_by
 from nvcre_argo.loading import LoadedCertification, parse_certification
 from nvcre_argo.names import LABEL_ROLE, ROLE_PARENT, submitted_workflow_name
 from nvcre_argo.watch.build_failure import (
@@ -49,10 +49,6 @@ class SubmitSettings:
     step_image: str
 
 
-def _owned_by(obj: Mapping[str, Any], uid: str) -> bool:
-    return any(owner.get("uid") == uid for owner in obj.get("metadata", {}).get("ownerReferences") or [])
-
-
 def relevant_workflows(
     certification: Mapping[str, Any], workflows: Sequence[Mapping[str, Any]], *, submit: bool
 ) -> list[Mapping[str, Any]]:
@@ -61,9 +57,9 @@ def relevant_workflows(
     if not submit:
         return list(workflows)
     uid = certification["metadata"].get("uid", "")
-    parents = [item for item in workflows if _owned_by(item, uid)]
+    parents = [item for item in workflows if owned_by(item, uid)]
     parent_uids = {item["metadata"].get("uid") for item in parents}
-    children = [item for item in workflows if any(_owned_by(item, parent) for parent in parent_uids if parent)]
+    children = [item for item in workflows if any(owned_by(item, parent) for parent in parent_uids if parent)]
     return parents + children
 
 
@@ -234,7 +230,7 @@ class Reconciler:
                 raise
             name = compiled.workflow["metadata"]["name"]
             existing = self._kube.get(WORKFLOWS, name, metadata["namespace"]) or {}
-            if not _owned_by(existing, metadata["uid"]):
+            if not owned_by(existing, metadata["uid"]):
                 return name_collision_problem(name)
         return None
 
@@ -251,6 +247,6 @@ def _without_status(certification: Mapping[str, Any]) -> dict[str, Any]:
 def _has_own_parent(certification: Mapping[str, Any], workflows: Sequence[Mapping[str, Any]]) -> bool:
     uid = certification["metadata"].get("uid", "")
     return any(
-        (item.get("metadata", {}).get("labels") or {}).get(LABEL_ROLE) == ROLE_PARENT and _owned_by(item, uid)
+        (item.get("metadata", {}).get("labels") or {}).get(LABEL_ROLE) == ROLE_PARENT and owned_by(item, uid)
         for item in workflows
     )

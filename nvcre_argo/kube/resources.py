@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import quote
 
 
@@ -76,6 +78,11 @@ BY_KIND = {
         WORKFLOW_TEMPLATES,
     )
 }
+
+
+def owned_by(obj: Mapping[str, Any], uid: str) -> bool:
+    """Whether an object lists `uid` among its owner references (what the product creates, it owns)."""
+    return any(owner.get("uid") == uid for owner in (obj.get("metadata") or {}).get("ownerReferences") or [])
 
 
 def resource_of(manifest: dict[str, object]) -> Resource:

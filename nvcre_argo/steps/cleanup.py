@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from nvcre_argo.kube.client import KubeClient
-from nvcre_argo.kube.resources import TRAINJOBS
+from nvcre_argo.kube.resources import TRAINJOBS, owned_by
 from nvcre_argo.names import LABEL_CATEGORY_INDEX, LABEL_CERTIFICATION
 from nvcre_argo.steps.context import StepContext
 from nvcre_argo.steps.workload import classify
@@ -22,8 +22,7 @@ def cleanup_step(kube: KubeClient, context: StepContext, *, report: Callable[[st
     trainjobs, _ = kube.list(TRAINJOBS, context.namespace, label_selector=selector)
     deleted = []
     for trainjob in trainjobs:
-        owners = trainjob.get("metadata", {}).get("ownerReferences") or []
-        if not any(owner.get("uid") == context.workflow_uid for owner in owners):
+        if not owned_by(trainjob, context.workflow_uid):
             continue
         if classify(trainjob, []).terminal:
             continue

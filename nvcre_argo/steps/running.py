@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from nvcre_argo.kube.client import ApiError, KubeClient
-from nvcre_argo.kube.resources import NODES, PODS, TRAINJOBS
+from nvcre_argo.kube.resources import NODES, PODS, TRAINJOBS, owned_by
 from nvcre_argo.names import LABEL_GROUP, LABEL_RECORD, group_result_configmap, runtime_name, trainjob_name
 from nvcre_argo.render.trainjob import render_trainjob
 from nvcre_argo.resolve.duration import duration_seconds
@@ -179,8 +179,7 @@ def _ensure_trainjob(
     if kube.create_if_absent(manifest):
         return None
     existing = kube.get(TRAINJOBS, name, context.namespace) or {}
-    owners = existing.get("metadata", {}).get("ownerReferences") or []
-    if any(owner.get("uid") == context.workflow_uid for owner in owners):
+    if owned_by(existing, context.workflow_uid):
         return None
     return f"TrainJob/{name} already exists and is not owned by this Workflow; it was left alone"
 

@@ -20,6 +20,7 @@ import pytest
 from kubernetes import client as k8s_client
 from kubernetes.client.exceptions import ApiException
 
+from nvcre_argo.kube.client import KubeClient, connect
 from tests.harness.controlplane import Cluster, ControlPlaneError, start_cluster
 from tests.harness.crds import CrdInstallError, crd_files
 from tests.harness.versions import BUILD_COMMAND, BinaryDirs, HarnessSetupError, binary_dirs
@@ -76,6 +77,12 @@ def namespace_name(node_id: str) -> str:
     suffix = secrets.token_hex(SUFFIX_HEX)
     base = base[: NAMESPACE_MAX - len(suffix) - 1].rstrip("-") or "test"
     return f"{base}-{suffix}"
+
+
+@pytest.fixture(scope="module")
+def kube(control_plane: Cluster) -> KubeClient:
+    """The product's own client (what `connect` builds) for the test cluster."""
+    return connect(str(control_plane.kubeconfig))
 
 
 @pytest.fixture

@@ -14,16 +14,11 @@ from typing import Any
 import pytest
 
 from nvcre_argo.errors import InvalidDocumentError
-from nvcre_argo.kube.client import ApiError, KubeClient, connect
+from nvcre_argo.kube.client import ApiError, KubeClient
 from nvcre_argo.kube.resources import CERTIFICATIONS
 from nvcre_argo.loading import parse_certification
 from tests.harness.controlplane import Cluster
 from tests.unit.corpus import BASE, INVALID, VALID, Case
-
-
-@pytest.fixture(scope="module")
-def kube(control_plane: Cluster) -> KubeClient:
-    return connect(str(control_plane.kubeconfig))
 
 
 def _in_namespace(document: dict[str, Any], namespace: str, name: str | None = None) -> dict[str, Any]:

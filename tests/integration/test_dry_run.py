@@ -19,15 +19,13 @@ import pytest
 import yaml
 
 from nvcre_argo.compiler import CompileOptions
-from nvcre_argo.kube.client import ApiError, KubeClient, connect
-from nvcre_argo.kube.resources import BY_KIND, WORKFLOW_TEMPLATES
+from nvcre_argo.kube.client import ApiError, KubeClient
 from nvcre_argo.loading import parse_certification
 from nvcre_argo.names import runtime_name, trainjob_name
 from nvcre_argo.render.runtime import render_runtime
 from nvcre_argo.render.trainjob import render_trainjob
 from nvcre_argo.resolve.category import resolve_certification
 from nvcre_argo.resolve.values import gpu_values
-from tests.harness.controlplane import Cluster
 from tests.unit.test_compiler import (
     ALL_CASES,
     ENTRY_KEYS,
@@ -44,27 +42,10 @@ GANGS: dict[str, dict[str, str] | None] = {"no-gang": None, "kai": KAI, "runai":
 ARCHITECTURE = "h100"
 
 
-@pytest.fixture(scope="module")
-def kube(control_plane: Cluster) -> KubeClient:
-    return connect(str(control_plane.kubeconfig))
-
-
 def in_namespace(manifest: dict[str, Any], namespace: str) -> dict[str, Any]:
     placed = copy.deepcopy(manifest)
     placed["metadata"]["namespace"] = namespace
     return placed
-
-
-def _dry_run_create(kube: KubeClient, manifest: dict[str, Any]) -> dict[str, Any]:
-    """`kube.create(dry_run=True, strict=True)`, the same request made by hand for a kind `create` cannot map.
-
-    `kube.resources.BY_KIND` leaves out WorkflowTemplate (and the install kinds: ServiceAccount, Role, ...), so
-    `kube.create` raises KeyError for it; the request below is exactly the one `create` would send."""
-    if manifest["kind"] not in BY_KIND:
-        resource = {"WorkflowTemplate": WORKFLOW_TEMPLATES}[manifest["kind"]]
-        query = {"dryRun": "All", "fieldValidation": "Strict"}
-        return kube.request("POST", resource.path(manifest["metadata"]["namespace"]), body=manifest, query=query)
-    return kube.create(manifest, dry_run=True, strict=True)
 
 
 def rejections(kube: KubeClient, manifests: list[dict[str, Any]]) -> list[str]:
@@ -73,7 +54,7 @@ def rejections(kube: KubeClient, manifests: list[dict[str, Any]]) -> list[str]:
     for manifest in manifests:
         metadata = manifest["metadata"]
         try:
-            created = _dry_run_create(kube, manifest)
+            created = kube.create(manifest, dry_run=True, strict=True)
         except ApiError as error:
             problems.append(f"{manifest['kind']} {metadata.get('name') or metadata.get('generateName')}: {error}")
             continue

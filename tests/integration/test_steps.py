@@ -28,11 +28,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client as k8s_client
-from kubernetes import config as k8s_config
 
 from nvcre_argo import contract
-from nvcre_argo.kube.client import Backoff, KubeClient
+from nvcre_argo.kube.client import Backoff, KubeClient, connect
 from nvcre_argo.kube.resources import CONFIGMAPS, NODES, TRAINING_RUNTIMES, TRAINJOBS
 from nvcre_argo.plan.model import Plan, PlanError
 from nvcre_argo.render.certification_workflow import category_arguments
@@ -81,15 +79,9 @@ def _no_wait(_seconds: float) -> None:
 
 
 @pytest.fixture(scope="module")
-def kube(control_plane: Cluster) -> Iterator[KubeClient]:
+def kube(control_plane: Cluster) -> KubeClient:
     """The product's client (what `connect` builds), with a backoff that does not sleep."""
-    configuration = k8s_client.Configuration()
-    k8s_config.load_kube_config(config_file=str(control_plane.kubeconfig), client_configuration=configuration)
-    api = k8s_client.ApiClient(configuration)
-    try:
-        yield KubeClient(api, backoff=Backoff(sleep=_no_wait))
-    finally:
-        api.close()
+    return connect(str(control_plane.kubeconfig)).with_backoff(Backoff(sleep=_no_wait))
 
 
 @pytest.fixture

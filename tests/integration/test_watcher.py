@@ -30,7 +30,7 @@ from nvcre_argo.cli.main import cli
 from nvcre_argo.controller.leader import LeaseSettings
 from nvcre_argo.controller.observability import Metrics, serve
 from nvcre_argo.controller.reconciler import Reconciler, SubmitSettings
-from nvcre_argo.kube.client import ApiError, KubeClient, connect
+from nvcre_argo.kube.client import ApiError, KubeClient
 from nvcre_argo.kube.resources import CERTIFICATIONS, LEASES, WORKFLOWS, Resource
 from nvcre_argo.loading import load_certifications
 from nvcre_argo.names import failed_nodes_configmap, submitted_workflow_name, succeeded_nodes_configmap
@@ -74,11 +74,6 @@ FAILED_MESSAGE = "One or more certification categories failed"
 
 
 # --- fixtures ----------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def kube(control_plane: Cluster) -> KubeClient:
-    return connect(str(control_plane.kubeconfig))
 
 
 @pytest.fixture(scope="module")
