@@ -1,0 +1,127 @@
+"""What the job results prove, under the OR model (a persistent fault fails every group it is in).
+
+- A node is *cleared* by a passed job with MNNVL on that holds another node of its domain: node, slow and
+  NVLink faults would all have failed it (NVLink traffic only flows between nodes of one domain). A node alone
+  in its domain is cleared by any passed job.
+- A domain pair is *verified* by any passed job spanning both domains: a link fault between them would fail it.
+- A failed job *isolates* a node when every other member is cleared and every domain pair it spans is
+  verified, and *isolates* a link when every member is cleared and it spans just that pair, still unverified.
+  Two isolating failures make a fault: a transient fails one job only, so it is never blamed. (One isolating
+  failure plus any other is not enough: two suspects of one failed pair, one faulty, the other failing its
+  confirmation transiently, would look alike.)
+- A failed job inside one domain that nothing explains any more (all cleared) and is larger than
+  `minGroupSize` was a transient if a later job over the same nodes passed, and an infrastructure fault inside
+  the domain if it failed `PROBE_FAILURES` times. (Smaller ones were confirmed node by node; spanning ones are
+  settled by the link search.)
+
+Deriving this from the whole history on every call keeps the planner a pure function; nothing is carried.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+
+from nvcre_argo.plan.isolation.model import Candidate, JobResult
+
+Pair = tuple[str, str]
+LINK_ISOLATIONS = 2
+"""Failures of direct tests of a domain pair (cleared nodes of those two domains only) that make a link fault.
+Wider failures do not count even once every other pair they span is verified: they borrow many nodes, and
+each can have met a different node's one transient failure."""
+PROBE_FAILURES = 3
+"""Failures of one unexplained group (no pass in between) that make an infrastructure fault: the first and
+two probes, since a probe over many nodes can meet another node's one transient failure."""
+
+
+@dataclass(frozen=True)
+class FailedJob:
+    """A failed job with what is still unknown about it."""
+
+    result: JobResult
+    unknown: tuple[str, ...]
+    unverified: tuple[Pair, ...]
+
+
+@dataclass(frozen=True)
+class Knowledge:
+    """Everything the results so far prove (see the module docstring)."""
+
+    domain_of: Mapping[str, str]
+    cleared: frozenset[str]
+    passes: Mapping[str, int]
+    verified: frozenset[Pair]
+    faulty: frozenset[str]
+    faulty_links: Mapping[Pair, tuple[str, ...]]
+    failed: tuple[FailedJob, ...]
+    unexplained_once: tuple[JobResult, ...]
+    unexplained_repeatedly: tuple[JobResult, ...]
+
+
+def domain_pairs(domains: Iterable[str]) -> list[Pair]:
+    """Every unordered pair of distinct domains, each sorted."""
+    return list(combinations(sorted(set(domains)), 2))
+
+
+def derive_knowledge(
+    candidates: Sequence[Candidate], results: Sequence[JobResult], *, min_group_size: int
+) -> Knowledge:
+    """The knowledge the results prove; `min_group_size` decides which unexplained failures are worth a probe."""
+    domain_of = {c.node: c.domain for c in candidates}
+    domain_size = Counter(domain_of.values())
+    cleared: set[str] = set()
+    passes: Counter[str] = Counter()
+    verified: set[Pair] = set()
+    for result in results:
+        if result.failed:
+            continue
+        members = Counter(domain_of[n] for n in result.group.nodes)
+        for node in result.group.nodes:
+            passes[node] += 1
+            dom = domain_of[node]
+            if domain_size[dom] == 1 or (result.group.mnnvl and members[dom] >= 2):
+                cleared.add(node)
+        verified.update(domain_pairs(members))
+
+    failed: list[FailedJob] = []
+    node_isolations: Counter[str] = Counter()
+    link_isolations: Counter[Pair] = Counter()
+    link_evidence: dict[Pair, tuple[str, ...]] = {}
+    for result in results:
+        if not result.failed:
+            continue
+        unknown = tuple(n for n in result.group.nodes if n not in cleared)
+        unverified = tuple(p for p in domain_pairs(domain_of[n] for n in result.group.nodes) if p not in verified)
+        failed.append(FailedJob(result=result, unknown=unknown, unverified=unverified))
+        if len(unknown) == 1 and not unverified:
+            node_isolations[unknown[0]] += 1
+        if not unknown and len(unverified) == 1 and {domain_of[n] for n in result.group.nodes} == set(unverified[0]):
+            link_isolations[unverified[0]] += 1
+            link_evidence[unverified[0]] = result.group.nodes
+    faulty = frozenset(n for n, count in node_isolations.items() if count >= 2)
+    faulty_links = {p: link_evidence[p] for p, count in sorted(link_isolations.items()) if count >= LINK_ISOLATIONS}
+
+    passed_sets = {(r.group.nodes, r.group.mnnvl) for r in results if not r.failed}
+    unexplained: Counter[tuple[tuple[str, ...], bool]] = Counter()
+    first: dict[tuple[tuple[str, ...], bool], JobResult] = {}
+    for job in failed:
+        key = (job.result.group.nodes, job.result.group.mnnvl)
+        if job.unknown or job.unverified or len(key[0]) <= min_group_size or key in passed_sets:
+            continue
+        if len({domain_of[n] for n in key[0]}) > 1:  # between domains, the link search has the last word
+            continue
+        unexplained[key] += 1
+        first.setdefault(key, job.result)
+    return Knowledge(
+        domain_of=domain_of,
+        cleared=frozenset(cleared),
+        passes=dict(passes),
+        verified=frozenset(verified),
+        faulty=faulty,
+        faulty_links=faulty_links,
+        failed=tuple(failed),
+        unexplained_once=tuple(first[k] for k in sorted(first) if unexplained[k] < PROBE_FAILURES),
+        unexplained_repeatedly=tuple(first[k] for k in sorted(first) if unexplained[k] >= PROBE_FAILURES),
+    )

@@ -1,0 +1,342 @@
+"""Our isolation strategy: the reference's stages, overlapped so that a round does every useful thing at once.
+
+Round 1 screens each domain (MNNVL on) and, in the same round, two representatives taken out of every domain
+form one group spanning all domains: a healthy cluster is certified, links included, in a single round.
+(Two per domain, so the representatives also exercise NVLink with a peer of their own domain.)
+
+Every later round is planned from what the results prove (`knowledge`), in four parts that use disjoint
+nodes and share the round:
+
+- splitting: the unknown nodes of a failed group are cut straight into groups of `minGroupSize` inside their
+  domain (one k-way split instead of log2 rounds of halving, and cheaper: every level of halving costs as many
+  node-jobs as the whole split); a remainder joins the last group, and fewer unknown nodes than
+  `minGroupSize` are confirmed one by one instead (padded with a cleared node);
+- confirmation: every suspect (a member of a failed group of fewer than 2 x `minGroupSize` unknown nodes, the
+  largest piece a split makes) is paired with a different cleared node of its own domain, the one with most
+  passes, so a transient failure is cleared rather than blamed;
+- link search: while a failure may still be a node's, one re-screen of the involved domains with cleared
+  nodes; once a group of cleared nodes failed, the domains are cut into k blocks and every pair of blocks is
+  tested at once (each domain lends k-1 cleared nodes), so the open pairs shrink by about k^2 per round
+  instead of halving, and the last few pairs are tested one by one;
+- cross-boundary probing: a failed group inside one domain, larger than `minGroupSize`, whose members were all
+  cleared by smaller groups is tested again; a pass makes it a transient, repeated failures an infrastructure
+  fault between its halves.
+
+No-NVL screening is not needed for the verdict (it tells NVLink from fabric faults, not which node is at
+fault), so this planner leaves it to the baseline; every group runs with MNNVL on.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+
+from nvcre_argo.plan.isolation.knowledge import Knowledge, Pair, derive_knowledge
+from nvcre_argo.plan.isolation.model import (
+    DEFAULT_SETTINGS,
+    Candidate,
+    Group,
+    InfrastructureFault,
+    JobResult,
+    Round,
+    Settings,
+    Stage,
+    Untested,
+    Verdict,
+    next_round_number,
+)
+
+REPRESENTATIVES_PER_DOMAIN = 2
+MAX_LINK_BLOCKS = 6
+"""Blocks per link-search round: k blocks cost k-1 nodes per domain and (k-1) x domains node-jobs."""
+
+
+def plan_isolation_round(
+    candidates: Sequence[Candidate], results: Sequence[JobResult], settings: Settings = DEFAULT_SETTINGS
+) -> Round | Verdict:
+    """The next round's node-disjoint groups, or the verdict when nothing is left to learn."""
+    number = next_round_number(list(results))
+    if not candidates:
+        return Verdict(rounds=0, faulty=(), healthy=(), infrastructure_faults=(), untested=())
+    if not results:
+        return Round(number=1, groups=_screening_groups(candidates, settings.min_group_size))
+    knowledge = derive_knowledge(candidates, results, min_group_size=settings.min_group_size)
+    groups = (
+        _follow_up_groups(candidates, knowledge, settings.min_group_size, _block_rounds(results))
+        if number <= settings.max_rounds
+        else ()
+    )
+    if groups:
+        return Round(number=number, groups=groups)
+    return _verdict(candidates, knowledge, rounds=number - 1, round_limit=number > settings.max_rounds)
+
+
+def _block_rounds(results: Sequence[JobResult]) -> int | None:
+    """How many rounds searched links block by block (several inter-screening groups): the block layout
+    rotates with it, independently of how many other rounds came in between. None when the last such round
+    failed in every group: several faulty links defeat the blocks, and pairs are then tested one by one."""
+    per_round: defaultdict[int, list[bool]] = defaultdict(list)
+    for r in results:
+        if r.group.stage == "inter-screening":
+            per_round[r.round].append(r.failed)
+    block_rounds = sorted(n for n, outcomes in per_round.items() if len(outcomes) > 1)
+    if block_rounds and all(per_round[block_rounds[-1]]):
+        return None
+    return len(block_rounds)
+
+
+def _by_domain(candidates: Sequence[Candidate]) -> dict[str, list[str]]:
+    nodes: dict[str, list[str]] = defaultdict(list)
+    for c in sorted(candidates, key=lambda c: (c.domain, c.node)):
+        nodes[c.domain].append(c.node)
+    return dict(nodes)
+
+
+def _screening_groups(candidates: Sequence[Candidate], min_group_size: int) -> tuple[Group, ...]:
+    domains = _by_domain(candidates)
+    if len(domains) == 1:
+        (nodes,) = domains.values()
+        return (Group(nodes=tuple(nodes), mnnvl=True, stage="intra-screening"),)
+    groups: list[Group] = []
+    representatives: list[str] = []
+    for nodes in domains.values():
+        if len(nodes) < REPRESENTATIVES_PER_DOMAIN + min_group_size:
+            representatives.extend(nodes)
+            continue
+        representatives.extend(nodes[:REPRESENTATIVES_PER_DOMAIN])
+        groups.append(Group(nodes=tuple(nodes[REPRESENTATIVES_PER_DOMAIN:]), mnnvl=True, stage="intra-screening"))
+    groups.append(Group(nodes=tuple(sorted(representatives)), mnnvl=True, stage="inter-screening"))
+    return tuple(groups)
+
+
+def _follow_up_groups(
+    candidates: Sequence[Candidate], k: Knowledge, min_group_size: int, link_rounds: int | None
+) -> tuple[Group, ...]:
+    used: set[str] = set()
+    groups: list[Group] = []
+
+    def take(nodes: Sequence[str], stage: Stage) -> None:
+        used.update(nodes)
+        groups.append(Group(nodes=tuple(sorted(nodes)), mnnvl=True, stage=stage))
+
+    for result in k.unexplained_once:
+        if not used.intersection(result.group.nodes):
+            take(result.group.nodes, "cross-boundary")
+
+    domains = _by_domain(candidates)
+    spare = {d: [n for n in _by_health(nodes, k) if n in k.cleared] for d, nodes in domains.items()}
+    suspects, to_split = _classify_unknown(candidates, k, min_group_size)
+    for domain, unsettled in sorted(to_split.items()):
+        nodes = [n for n in unsettled if n not in used]
+        if len(nodes) < min_group_size:
+            suspects[domain].extend(nodes)
+            continue
+        chunks = [nodes[i : i + min_group_size] for i in range(0, len(nodes), min_group_size)]
+        if len(chunks[-1]) < min_group_size:
+            chunks[-2].extend(chunks.pop())
+        for chunk in chunks:
+            take(chunk, "bisection")
+    failed_sets = {frozenset(job.result.group.nodes) for job in k.failed}
+    for domain, nodes in sorted(suspects.items()):
+        alone: list[str] = []
+        for suspect in sorted(nodes):
+            if suspect in used:
+                continue
+            if len(domains[domain]) == 1:
+                take([suspect], "confirmation")
+                continue
+            partners = [n for n in spare[domain] if n not in used]
+            if partners:
+                take([suspect, partners[0]], "confirmation")
+            else:
+                alone.append(suspect)
+        # No cleared node in the domain (most of it faulty): pair suspects in pairs not yet seen failing,
+        # since a healthy node is only cleared by a pass with a peer of its own domain.
+        for suspect in alone:
+            if suspect in used:
+                continue
+            peer = next((n for n in alone if n not in used and n != suspect and {suspect, n} not in failed_sets), None)
+            if peer is not None:
+                take([suspect, peer], "confirmation")
+
+    groups.extend(_link_groups(k, spare, used, link_rounds))
+    return tuple(groups)
+
+
+def _by_health(nodes: Sequence[str], k: Knowledge) -> list[str]:
+    """Partners with the most passed jobs first: the likeliest to be truly healthy (transients fail once)."""
+    return sorted(nodes, key=lambda n: (-k.passes.get(n, 0), n))
+
+
+def _classify_unknown(
+    candidates: Sequence[Candidate], k: Knowledge, min_group_size: int
+) -> tuple[defaultdict[str, list[str]], defaultdict[str, list[str]]]:
+    """Unknown nodes per domain: suspects (in a failed group smaller than 2 x minGroupSize unknown nodes, the
+    largest a split makes) and the rest, which are split. A node never seen in a failed group is split too."""
+    smallest: dict[str, int] = {}
+    for job in k.failed:
+        for node in job.unknown:
+            smallest[node] = min(smallest.get(node, len(job.unknown)), len(job.unknown))
+    suspects: defaultdict[str, list[str]] = defaultdict(list)
+    to_split: defaultdict[str, list[str]] = defaultdict(list)
+    for c in sorted(candidates, key=lambda c: (c.domain, c.node)):
+        if c.node in k.cleared or c.node in k.faulty:
+            continue
+        if smallest.get(c.node, 2 * min_group_size) < 2 * min_group_size:
+            suspects[c.domain].append(c.node)
+        else:
+            to_split[c.domain].append(c.node)
+    return suspects, to_split
+
+
+def _open_pairs(k: Knowledge) -> set[Pair]:
+    """Domain pairs some failed group spans that no passed group has verified and no fault explains."""
+    pairs: set[Pair] = set()
+    for job in k.failed:
+        pairs.update(p for p in job.unverified if p not in k.faulty_links)
+    return pairs
+
+
+def _link_groups(k: Knowledge, spare: dict[str, list[str]], used: set[str], link_rounds: int | None) -> list[Group]:
+    """Tests of the open domain pairs with cleared nodes.
+
+    While no failed group is down to cleared nodes (its failure may be a node's), one re-screen of every
+    domain involved settles all pairs at the cost of one node per domain. Once one is (a link fault is the
+    only explanation left), the domains are cut into k blocks and every pair of blocks is tested in the same
+    round, or each pair on its own once the open pairs are few or the last block round failed everywhere
+    (several faulty links). Known faulty pairs are kept out of every test: they would fail it regardless.
+    """
+    pairs = _open_pairs(k)
+    available = {d: [n for n in nodes if n not in used] for d, nodes in spare.items()}
+    pairs = {p for p in pairs if available[p[0]] and available[p[1]]}
+    if not pairs:
+        return []
+    domains = sorted({d for p in pairs for d in p})
+    link_evident = any(not job.unknown and set(job.unverified) & pairs for job in k.failed)
+    wide = [d for d in domains if len(available[d]) >= 2]
+    blocks_count = min(MAX_LINK_BLOCKS, 1 + min((len(available[d]) for d in wide), default=0), len(wide))
+    if not link_evident:
+        tests = [domains]
+    elif link_rounds is None or len(pairs) <= len(domains) or blocks_count < 3:
+        tests = _pair_tests(pairs, available)
+    else:
+        wide_pairs = {(a, b) for a, b in pairs if a in wide and b in wide}
+        blocks = _blocks(wide, wide_pairs, blocks_count, link_rounds)
+        tests = (
+            _pair_tests(pairs, available)
+            if not blocks
+            else [
+                sorted(blocks[i] + blocks[j])
+                for i in range(len(blocks))
+                for j in range(i + 1, len(blocks))
+                if any(a in blocks[i] + blocks[j] and b in blocks[i] + blocks[j] for a, b in wide_pairs)
+            ]
+        )
+    lent: defaultdict[str, int] = defaultdict(int)
+    groups: list[Group] = []
+    for members in (t for test in tests for t in _avoid_faulty_links(test, set(k.faulty_links))):
+        if any(lent[d] >= len(available[d]) for d in members):
+            continue
+        nodes = []
+        for domain in members:
+            nodes.append(available[domain][lent[domain]])
+            lent[domain] += 1
+        groups.append(Group(nodes=tuple(sorted(nodes)), mnnvl=True, stage="inter-screening"))
+    return groups
+
+
+def _pair_tests(pairs: set[Pair], available: dict[str, list[str]]) -> list[list[str]]:
+    """Each open pair on its own, or, around a domain with more open pairs than cleared nodes to lend, its
+    partners shared out over the nodes it has (one test per node): a star of open pairs must not take one
+    round per pair. Tests that do not fit the lenders this round wait for the next."""
+    remaining = set(pairs)
+    degree = Counter(d for p in pairs for d in p)
+    tests: list[list[str]] = []
+    for center in sorted(degree, key=lambda d: (-degree[d], d)):
+        partners = sorted(b if a == center else a for a, b in remaining if center in (a, b))
+        if not partners:
+            continue
+        slots = max(1, len(available[center]))
+        chunks = [[p] for p in partners] if len(partners) <= slots else [partners[i::slots] for i in range(slots)]
+        tests.extend(sorted([center, *chunk]) for chunk in chunks)
+        remaining -= {(min(center, p), max(center, p)) for p in partners}
+    return tests
+
+
+def _avoid_faulty_links(members: list[str], faulty: set[Pair]) -> list[list[str]]:
+    """The same pairs as one test over `members`, less the known faulty ones: a vertex cover of the faulty
+    pairs is left out of the main test and each cover domain joins it in a test of its own."""
+    inside = {(a, b) for a, b in faulty if a in members and b in members}
+    if not inside:
+        return [members]
+    cover: list[str] = []
+    while inside:
+        degree: defaultdict[str, int] = defaultdict(int)
+        for a, b in inside:
+            degree[a] += 1
+            degree[b] += 1
+        pick = min(degree, key=lambda d: (-degree[d], d))
+        cover.append(pick)
+        inside = {p for p in inside if pick not in p}
+    base = [d for d in members if d not in cover]
+    tests = [sorted([*base, c]) for c in cover]
+    tests += [[a, b] for i, a in enumerate(cover) for b in cover[i + 1 :] if tuple(sorted((a, b))) not in faulty]
+    return [t for t in tests if len(t) >= 2]
+
+
+def _blocks(domains: list[str], pairs: set[Pair], count: int, rotation: int) -> list[list[str]]:
+    """Cut the domains into `count` blocks by one base-`count` digit of their index, the digit rotating with
+    each block round among those that separate some open pair. Any two domains differ in some digit, so a faulty
+    pair inside one block is split within a few rounds; a fixed layout would test it inside one block forever."""
+    index = {d: i for i, d in enumerate(domains)}
+    digits = 1
+    while count**digits < len(domains):
+        digits += 1
+
+    def block(domain: str, digit: int) -> int:
+        return (index[domain] // int(count**digit)) % count
+
+    def layout(digit: int) -> list[list[str]]:
+        blocks: list[list[str]] = [[] for _ in range(count)]
+        for domain in domains:
+            blocks[block(domain, digit)].append(domain)
+        return [b for b in blocks if b]
+
+    useful = [p for p in range(digits) if any(block(a, p) != block(b, p) for a, b in pairs) and len(layout(p)) >= 3]
+    return layout(useful[rotation % len(useful)]) if useful else []
+
+
+def _verdict(candidates: Sequence[Candidate], k: Knowledge, *, rounds: int, round_limit: bool) -> Verdict:
+    faults = [
+        InfrastructureFault(
+            domain=f"{a}|{b}",
+            group_a=tuple(n for n in nodes if k.domain_of[n] == a),
+            group_b=tuple(n for n in nodes if k.domain_of[n] == b),
+            stage="inter-screening",
+        )
+        for (a, b), nodes in sorted(k.faulty_links.items())
+    ]
+    for result in k.unexplained_repeatedly:
+        nodes = result.group.nodes
+        half = len(nodes) // 2
+        faults.append(
+            InfrastructureFault(
+                domain="|".join(sorted({k.domain_of[n] for n in nodes})),
+                group_a=nodes[:half],
+                group_b=nodes[half:],
+                stage="cross-boundary",
+            )
+        )
+    reason = "round limit reached" if round_limit else "no cleared node of its domain left to pair with"
+    untested = tuple(
+        Untested(node=c.node, reason=reason)
+        for c in sorted(candidates, key=lambda c: c.node)
+        if c.node not in k.cleared and c.node not in k.faulty
+    )
+    return Verdict(
+        rounds=rounds,
+        faulty=tuple(sorted(k.faulty)),
+        healthy=tuple(sorted(k.cleared)),
+        infrastructure_faults=tuple(faults),
+        untested=untested,
+    )

@@ -1,0 +1,228 @@
+"""The isolation planner (testScale: diagnose) on hand-made clusters, stage by stage, and as a loop against
+simulated faults (hypothesis): exact verdicts, node-disjoint rounds, bounded rounds."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from nvcre_argo.plan.isolation import (
+    Candidate,
+    Group,
+    JobResult,
+    Outcome,
+    Round,
+    Settings,
+    Verdict,
+    assign_domains,
+    plan_baseline_round,
+    plan_isolation_round,
+)
+from tests.bench.isolation_sim import FaultOracle, Planner, Scenario, is_exact, run_planner
+
+A = [f"a{i}" for i in range(8)]
+B = [f"b{i}" for i in range(8)]
+TWO_DOMAINS = tuple(Candidate(n, "A") for n in A) + tuple(Candidate(n, "B") for n in B)
+
+
+def play(
+    candidates: Sequence[Candidate], outcome: Callable[[Group], Outcome], planner: Planner = plan_isolation_round
+) -> tuple[Verdict, list[Round], list[JobResult]]:
+    """Run planner -> outcome -> planner to the verdict, keeping every round."""
+    results: list[JobResult] = []
+    rounds: list[Round] = []
+    for _ in range(50):
+        step = planner(candidates, tuple(results), Settings())
+        if isinstance(step, Verdict):
+            return step, rounds, results
+        rounds.append(step)
+        results.extend(JobResult(step.number, g, outcome(g)) for g in step.groups)
+    raise AssertionError("no verdict within 50 rounds")
+
+
+def oracle(**faults: object) -> Callable[[Group], Outcome]:
+    """Outcomes of the simulated cluster with the given faults over TWO_DOMAINS."""
+    return FaultOracle(Scenario(candidates=TWO_DOMAINS, **faults)).run  # type: ignore[arg-type]
+
+
+def stages(rounds: list[Round]) -> list[set[str]]:
+    return [{g.stage for g in r.groups} for r in rounds]
+
+
+def test_a_healthy_cluster_is_certified_in_one_round_with_domains_and_links_screened_together() -> None:
+    verdict, rounds, _ = play(TWO_DOMAINS, oracle())
+    assert verdict.rounds == 1
+    assert verdict.faulty == ()
+    assert verdict.healthy == tuple(sorted(A + B))
+    assert stages(rounds) == [{"intra-screening", "inter-screening"}]
+    (inter,) = [g for g in rounds[0].groups if g.stage == "inter-screening"]
+    assert inter.nodes == ("a0", "a1", "b0", "b1")  # two per domain, so NVLink is exercised too
+
+
+@pytest.mark.parametrize(
+    ("kind", "node"),
+    [
+        pytest.param("node_faults", "a5", id="node fault"),
+        pytest.param("nvlink_faults", "a5", id="NVLink-only fault"),
+        pytest.param("slow_nodes", "a5", id="slow node below the bandwidth threshold"),
+        pytest.param("node_faults", "a0", id="node fault in a representative"),
+    ],
+)
+def test_a_faulty_node_is_split_out_of_its_domain_and_confirmed_with_a_healthy_peer(kind: str, node: str) -> None:
+    verdict, rounds, results = play(TWO_DOMAINS, oracle(**{kind: frozenset({node})}))
+    assert verdict.faulty == (node,)
+    assert node not in verdict.healthy
+    assert len(verdict.healthy) == len(TWO_DOMAINS) - 1
+    assert verdict.infrastructure_faults == ()
+    assert stages(rounds)[1] >= {"bisection"}
+    confirmation = [r for r in results if r.group.stage == "confirmation" and node in r.group.nodes]
+    assert confirmation
+    assert all(r.failed for r in confirmation)
+    assert all(len(r.group.nodes) == 2 for r in confirmation)
+    assert all(r.group.nodes[0][0] == r.group.nodes[1][0] for r in confirmation)  # a peer of its own domain
+    assert verdict.rounds == 3  # screen, split into pairs, confirm
+
+
+def test_a_below_threshold_result_counts_as_a_failure() -> None:
+    verdict, _, results = play(TWO_DOMAINS, oracle(slow_nodes=frozenset({"b4"})))
+    assert any(r.outcome == "below-threshold" for r in results)
+    assert verdict.faulty == ("b4",)
+
+
+def test_a_link_fault_between_two_domains_is_reported_as_infrastructure_not_as_nodes() -> None:
+    three = TWO_DOMAINS + tuple(Candidate(f"c{i}", "C") for i in range(8))
+    scenario = Scenario(candidates=three, link_faults=frozenset({("A", "C")}))
+    verdict, rounds, _ = play(three, FaultOracle(scenario).run)
+    assert verdict.faulty == ()
+    (fault,) = verdict.infrastructure_faults
+    assert fault.domain == "A|C"
+    assert {n[0] for n in fault.group_a} == {"a"}
+    assert {n[0] for n in fault.group_b} == {"c"}
+    assert "inter-screening" in stages(rounds)[1]  # the re-screen runs alongside the split of the representatives
+
+
+def test_a_transient_failure_is_cleared_by_confirmation_not_blamed() -> None:
+    # a2 is faulty; a4 fails its second job (the split of domain A) once, then passes its confirmation.
+    verdict, _, results = play(TWO_DOMAINS, oracle(node_faults=frozenset({"a2"}), transients=(("a4", 1),)))
+    assert verdict.faulty == ("a2",)
+    assert "a4" in verdict.healthy
+    split = next(r for r in results if r.group.stage == "bisection" and "a4" in r.group.nodes)
+    assert split.failed
+    confirmation = next(r for r in results if r.group.stage == "confirmation" and "a4" in r.group.nodes)
+    assert not confirmation.failed
+    assert verdict.rounds == 3
+
+
+def test_a_suspect_failing_its_confirmation_once_is_confirmed_again_before_being_blamed() -> None:
+    # a2 is faulty and shares its split pair with a3; a3 fails its third job (the confirmation) transiently.
+    # Both suspects now have one isolating failure, either of which could be a transient: both are confirmed
+    # once more (a fault takes two), a2 fails again and a3 passes.
+    verdict, rounds, results = play(TWO_DOMAINS, oracle(node_faults=frozenset({"a2"}), transients=(("a3", 2),)))
+    assert verdict.faulty == ("a2",)
+    assert "a3" in verdict.healthy
+    last = {r.group.nodes: r.failed for r in results if r.round == 4}
+    assert {nodes: failed for nodes, failed in last.items() if "a2" in nodes} == {("a0", "a2"): True}
+    assert [failed for nodes, failed in last.items() if "a3" in nodes] == [False]
+    assert all(g.stage == "confirmation" for g in rounds[3].groups)
+    assert verdict.rounds == 4
+
+
+def test_a_transient_screening_failure_is_cleared_by_one_cross_boundary_probe() -> None:
+    verdict, rounds, _ = play(TWO_DOMAINS, oracle(transients=(("a3", 0),)))
+    assert verdict.faulty == ()
+    assert verdict.infrastructure_faults == ()
+    assert stages(rounds)[2] == {"cross-boundary"}
+    assert verdict.rounds == 3
+
+
+def test_a_fault_between_two_nodes_of_one_domain_is_found_by_cross_boundary_probing() -> None:
+    # Outside the OR model: a3 and a6 only fail together (a cable between their NVSwitch trays, say).
+    def outcome(group: Group) -> Outcome:
+        return "failed" if {"a3", "a6"} <= set(group.nodes) else "passed"
+
+    verdict, rounds, _ = play(TWO_DOMAINS, outcome)
+    assert verdict.faulty == ()
+    (fault,) = verdict.infrastructure_faults
+    assert fault.stage == "cross-boundary"
+    assert fault.domain == "A"
+    assert set(fault.group_a + fault.group_b) == set(A[2:])
+    assert stages(rounds)[2:] == [{"cross-boundary"}, {"cross-boundary"}]
+
+
+def test_without_topology_labels_nodes_are_cut_into_chunks_of_the_square_root() -> None:
+    candidates = assign_domains({f"n{i:02d}": None for i in range(10)})
+    sizes = [sum(1 for c in candidates if c.domain == d) for d in sorted({c.domain for c in candidates})]
+    assert sizes == [4, 4, 2]
+
+
+def test_a_node_without_a_label_among_labelled_ones_gets_a_domain_of_its_own() -> None:
+    candidates = assign_domains({"x": "A", "y": None, "z": "A"})
+    assert [c.domain for c in candidates] == ["A", "node-y", "A"]
+
+
+def test_the_plan_does_not_depend_on_the_order_of_candidates_or_results() -> None:
+    faults = oracle(node_faults=frozenset({"a5"}), link_faults=frozenset())
+    _, _, results = play(TWO_DOMAINS, faults)
+    shuffled = list(TWO_DOMAINS)
+    random.Random(7).shuffle(shuffled)
+    reordered = list(reversed(results))
+    assert plan_isolation_round(shuffled, reordered) == plan_isolation_round(TWO_DOMAINS, results)
+
+
+def test_the_baseline_screens_failing_domains_again_without_mnnvl_then_finds_the_node() -> None:
+    three = TWO_DOMAINS + tuple(Candidate(f"c{i}", "C") for i in range(8))
+    scenario = Scenario(candidates=three, node_faults=frozenset({"a5"}))
+    verdict, rounds, _ = play(three, FaultOracle(scenario).run, plan_baseline_round)
+    assert verdict.faulty == ("a5",)
+    assert [r.groups[0].stage for r in rounds[:3]] == ["intra-screening", "intra-screening-no-nvl", "inter-screening"]
+    no_nvl = rounds[1].groups
+    assert [(g.nodes, g.mnnvl) for g in no_nvl] == [(tuple(A), False)]
+    assert rounds[2].groups[0].nodes == ("b0", "c0")  # one representative per healthy domain
+    assert rounds[-1].groups[0].stage == "confirmation"
+
+
+def test_the_baseline_separates_an_nvlink_fault_from_a_fabric_fault() -> None:
+    _, rounds, results = play(TWO_DOMAINS, oracle(nvlink_faults=frozenset({"a5"})), plan_baseline_round)
+    no_nvl = next(r for r in results if r.group.stage == "intra-screening-no-nvl")
+    assert not no_nvl.failed  # NVLink fault: the domain passes with MNNVL off, so bisection keeps it on
+    assert all(g.mnnvl for r in rounds[3:] for g in r.groups)
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> Scenario:
+    """2-5 domains of 4-10 nodes; persistent faults only, at most one node in four of a domain faulty (so
+    every faulty node has a healthy peer to be confirmed with), at most two links."""
+    sizes = draw(st.lists(st.integers(4, 10), min_size=2, max_size=5))
+    candidates = tuple(Candidate(f"d{d}n{i}", f"d{d}") for d, size in enumerate(sizes) for i in range(size))
+    kinds: dict[str, set[str]] = {"node_faults": set(), "nvlink_faults": set(), "slow_nodes": set()}
+    for d, size in enumerate(sizes):
+        for i in draw(st.sets(st.integers(0, size - 1), max_size=size // 4)):
+            kinds[draw(st.sampled_from(sorted(kinds)))].add(f"d{d}n{i}")
+    pairs = [(f"d{a}", f"d{b}") for a in range(len(sizes)) for b in range(a + 1, len(sizes))]
+    links = draw(st.sets(st.sampled_from(pairs), max_size=2))
+    return Scenario(
+        candidates=candidates,
+        node_faults=frozenset(kinds["node_faults"]),
+        nvlink_faults=frozenset(kinds["nvlink_faults"]),
+        slow_nodes=frozenset(kinds["slow_nodes"]),
+        link_faults=frozenset(links),
+    )
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_any_persistent_fault_set_ends_in_an_exact_verdict_in_node_disjoint_rounds(scenario: Scenario) -> None:
+    run = run_planner(plan_isolation_round, scenario)
+    assert run.max_rounds_disjoint
+    assert is_exact(run.verdict, scenario), run.verdict
+    assert run.rounds <= 12
+
+
+@settings(max_examples=50, deadline=None)
+@given(scenarios())
+def test_every_baseline_round_is_node_disjoint(scenario: Scenario) -> None:
+    assert run_planner(plan_baseline_round, scenario).max_rounds_disjoint
