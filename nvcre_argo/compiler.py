@@ -7,15 +7,18 @@ conflict, a name too long for the Workflows it names) yields every error and no 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from nvcre_argo import contract
 from nvcre_argo.api.certification import Certification
+from nvcre_argo.api.labels import dns1123_subdomain_problems, label_value_problems, qualified_name_problems
+from nvcre_argo.api.spec import CertificationSpec
 from nvcre_argo.catalog.loader import Catalog
-from nvcre_argo.errors import CompileError, FieldError
-from nvcre_argo.loading import LoadedCertification
+from nvcre_argo.errors import CompileError, FieldError, MapKey, Path
+from nvcre_argo.loading import LoadedCertification, document_order
 from nvcre_argo.names import DNS_LABEL_LIMIT
 from nvcre_argo.render.certification_workflow import WorkflowTarget, build_certification_workflow, category_arguments
 from nvcre_argo.resolve.category import ResolvedCategory, resolve_certification
@@ -53,19 +56,40 @@ def compile_certifications(
     return compiled
 
 
-def compile_certification(
+def check_certifications(
+    loaded: Sequence[LoadedCertification], *, catalog: Catalog, options: CompileOptions
+) -> list[FieldError]:
+    """Every error compiling these Certifications would raise, without building anything: what `validate` and
+    `nvcre-compile --validate-only` report (one function, so they cannot disagree with compile)."""
+    return [error for item in loaded for error in _prepare(item, catalog=catalog, options=options)[2]]
+
+
+def _prepare(
     loaded: LoadedCertification, *, catalog: Catalog, options: CompileOptions
-) -> CompiledCertification:
+) -> tuple[list[ResolvedCategory], list[str], list[FieldError]]:
+    """Resolve and check one Certification: (categories, their Workflow arguments, every error in document
+    order, each with its source)."""
     certification = loaded.certification
-    errors = _name_errors(certification)
+    errors = _name_errors(certification) + _reference_errors(certification.spec)
     resolved, resolve_errors = resolve_certification(certification.spec, catalog)
     errors += resolve_errors
     if options.gpu_architecture:
         resolved = [category.model_copy(update={"gpu_architecture": options.gpu_architecture}) for category in resolved]
     arguments = [category_arguments(category) for category in resolved]
-    errors += _template_syntax_errors(resolved, arguments)
+    syntax_errors = _field_syntax_errors(certification.spec)
+    errors += syntax_errors or _template_syntax_errors(resolved, arguments)
+    document = loaded.document or certification.model_dump(by_alias=True, exclude_none=True, mode="json")
+    errors.sort(key=lambda error: document_order(error.path, document))
+    return resolved, arguments, [error.at(loaded.source) for error in errors]
+
+
+def compile_certification(
+    loaded: LoadedCertification, *, catalog: Catalog, options: CompileOptions
+) -> CompiledCertification:
+    certification = loaded.certification
+    resolved, arguments, errors = _prepare(loaded, catalog=catalog, options=options)
     if errors:
-        raise CompileError(error.at(loaded.source) for error in errors)
+        raise CompileError(errors)
     name = certification.metadata.name or ""
     target = WorkflowTarget(
         certification=name,
@@ -104,3 +128,71 @@ def _template_syntax_errors(categories: Sequence[ResolvedCategory], arguments: S
         for category, argument in zip(categories, arguments, strict=True)
         if "{{" in argument
     ]
+
+
+def _reference_errors(spec: CertificationSpec) -> list[FieldError]:
+    """Names the CRD accepts as plain strings but Kubernetes would refuse (or could never match) once the
+    Workflows run: node-selector and taint keys and values, node names, image pull Secret names."""
+    errors: list[FieldError] = []
+    target: Path = ("spec", "target")
+    for key, value in (spec.target.node_selector or {}).items():
+        path = (*target, "nodeSelector", MapKey(key))
+        errors += _problems(path, "label-key", qualified_name_problems(key), key)
+        errors += _problems(path, "label-value", label_value_problems(value), value)
+    for index, requirement in enumerate(spec.target.match_expressions or []):
+        path = (*target, "matchExpressions", index)
+        errors += _problems((*path, "key"), "label-key", qualified_name_problems(requirement.key), requirement.key)
+        for position, value in enumerate(requirement.values or []):
+            errors += _problems((*path, "values", position), "label-value", label_value_problems(value), value)
+    for index, node in enumerate(spec.target.node_names or []):
+        errors += _problems((*target, "nodeNames", index), "name", dns1123_subdomain_problems(node), node)
+    for index, taint in enumerate(spec.target.taint_selectors or []):
+        path = (*target, "taintSelectors", index)
+        errors += _problems((*path, "key"), "label-key", qualified_name_problems(taint.key), taint.key)
+        if taint.value:
+            errors += _problems((*path, "value"), "label-value", label_value_problems(taint.value), taint.value)
+    sources: list[tuple[Path, list[str]]] = [
+        (("spec", "imagePullSecrets"), [secret.name for secret in spec.image_pull_secrets or []])
+    ]
+    for index, category in enumerate(spec.categories):
+        secrets = category.options.image_pull_secrets if category.options else None
+        sources.append((("spec", "categories", index, "options", "imagePullSecrets"), [s.name for s in secrets or []]))
+    for path, names in sources:
+        for index, secret in enumerate(names):
+            problems = dns1123_subdomain_problems(secret) if secret else ["a Secret name is required"]
+            errors += _problems((*path, index, "name"), "name", problems, secret)
+    return errors
+
+
+def _problems(path: Path, kind: str, problems: list[str], value: str) -> list[FieldError]:
+    shown = json.dumps(value, ensure_ascii=False)
+    return [FieldError(path, kind, f"{problem}, got {shown}") for problem in problems]
+
+
+def _field_syntax_errors(spec: CertificationSpec) -> list[FieldError]:
+    """Each value (or map key) of the spec holding `{{`, at its own path."""
+    errors: list[FieldError] = []
+
+    def visit(node: Any, path: Path) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                element = MapKey(key) if path and path[-1] in _USER_MAPS else key
+                if "{{" in key:
+                    errors.append(_syntax_error((*path, element)))
+                visit(value, (*path, element))
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                visit(value, (*path, index))
+        elif isinstance(node, str) and "{{" in node:
+            errors.append(_syntax_error(path))
+
+    visit(spec.model_dump(by_alias=True, exclude_none=True, mode="json"), ("spec",))
+    return errors
+
+
+# Maps whose keys are the user's (printed as ["key"]), not field names.
+_USER_MAPS = frozenset({"nodeSelector", "labels", "thresholds"})
+
+
+def _syntax_error(path: Path) -> FieldError:
+    return FieldError(path, "argo-syntax", "must not contain '{{' (Argo would treat it as a template expression)")

@@ -53,6 +53,10 @@ ENV_WORKFLOW_NAME = "NVCRE_WORKFLOW_NAME"
 ENV_WORKFLOW_UID = "NVCRE_WORKFLOW_UID"
 ENV_NAMESPACE = "NVCRE_NAMESPACE"
 ENV_GROUP = "NVCRE_GROUP"
-ENV_NODES = "NVCRE_NODES"
 ENV_ITERATION = "NVCRE_ITERATION"
 ENV_STATUSES = "NVCRE_CATEGORY_STATUSES"
+
+# Where a step leaves its one-line failure summary (the container's terminationMessagePath default); the
+# kubelet keeps at most 4 KiB of it.
+TERMINATION_LOG = "/dev/termination-log"
+TERMINATION_MESSAGE_LIMIT = 4096

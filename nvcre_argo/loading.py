@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import difflib
 import functools
+import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
@@ -19,6 +20,12 @@ from pydantic_core import ErrorDetails
 
 from nvcre_argo.api.certification import API_VERSION, KIND, Certification
 from nvcre_argo.api.crd import certification_schema
+from nvcre_argo.api.labels import (
+    dns1123_label_problems,
+    dns1123_subdomain_problems,
+    label_value_problems,
+    qualified_name_problems,
+)
 from nvcre_argo.api.rulecheck import rule_errors
 from nvcre_argo.errors import FieldError, InvalidDocumentError, MapKey, Path, PathElement
 from nvcre_argo.messages import describe_pydantic_error, describe_value
@@ -31,6 +38,8 @@ class LoadedCertification:
 
     source: str
     certification: Certification
+    # The document as written, so later stages can report their errors in the user's order too.
+    document: Any = field(default=None, compare=False, repr=False)
 
 
 @functools.cache
@@ -54,7 +63,8 @@ def load_certifications(text: str, source: str) -> list[LoadedCertification]:
     for index, document in enumerate(documents, start=1):
         document_source = source if len(documents) == 1 else f"{source} (document {index})"
         try:
-            loaded.append(LoadedCertification(document_source, parse_certification(document, document_source)))
+            certification = parse_certification(document, document_source)
+            loaded.append(LoadedCertification(document_source, certification, document))
         except InvalidDocumentError as error:
             problems.extend(error.errors)
     if problems:
@@ -70,11 +80,60 @@ def parse_certification(document: Any, source: str) -> Certification:
     header = _header_errors(document)
     if header:
         raise InvalidDocumentError(error.at(source) for error in header)
+    metadata_problems = metadata_errors(document.get("metadata"))
     try:
-        return Certification.model_validate(document, by_alias=True, by_name=False)
+        certification = Certification.model_validate(document, by_alias=True, by_name=False)
     except ValidationError as error:
-        problems = convert_errors(error.errors(), document, rule_errors(document, _schema()))
+        violations = [*rule_errors(document, _schema()), *metadata_problems]
+        problems = convert_errors(error.errors(), document, violations)
         raise InvalidDocumentError(problem.at(source) for problem in problems) from None
+    if metadata_problems:
+        problems = convert_errors((), document, metadata_problems)
+        raise InvalidDocumentError(problem.at(source) for problem in problems)
+    return certification
+
+
+def metadata_errors(metadata: Any) -> list[FieldError]:
+    """What the API server's ObjectMeta validation would refuse: a custom resource's name (or generateName) is a
+    DNS-1123 subdomain, its namespace a DNS-1123 label, its labels and annotations Kubernetes keys and values."""
+    if not isinstance(metadata, dict):
+        return []  # a type error, reported by the model
+    errors: list[FieldError] = []
+    name, generate_name = metadata.get("name"), metadata.get("generateName")
+    if not name and not generate_name:
+        errors.append(FieldError(("metadata", "name"), "required", "name or generateName is required"))
+    checks = (
+        ("name", name, dns1123_subdomain_problems),
+        # A generateName is a prefix: the server appends random characters, so a trailing '-' is fine.
+        (
+            "generateName",
+            generate_name[:-1] if isinstance(generate_name, str) and generate_name.endswith("-") else generate_name,
+            dns1123_subdomain_problems,
+        ),
+        ("namespace", metadata.get("namespace"), dns1123_label_problems),
+    )
+    for field_name, value, problems_of in checks:
+        if isinstance(value, str) and value:
+            errors.extend(
+                FieldError(("metadata", field_name), "name", f"{problem}, got {_quoted(value)}")
+                for problem in problems_of(value)
+            )
+    for field_name in ("labels", "annotations"):
+        entries = metadata.get(field_name)
+        for key, value in entries.items() if isinstance(entries, dict) else ():
+            path: Path = ("metadata", field_name, MapKey(str(key)))
+            errors.extend(FieldError(path, "label-key", problem) for problem in qualified_name_problems(str(key)))
+            if field_name == "labels" and isinstance(value, str):
+                errors.extend(
+                    FieldError(path, "label-value", f"{problem}, got {_quoted(value)}")
+                    for problem in label_value_problems(value)
+                )
+    return errors
+
+
+def _quoted(value: str) -> str:
+    """A name as the user wrote it (non-ASCII letters shown, not escaped: they are often the problem)."""
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _header_errors(document: dict[Any, Any]) -> list[FieldError]:
@@ -104,7 +163,7 @@ def convert_errors(
         # A union reports one type error per member, and a rule may be found by both passes: one line each.
         key = (error.path, error.kind if error.kind == "type" else error.message)
         converted.setdefault(key, error)
-    return sorted(converted.values(), key=lambda error: _document_order(error.path, document))
+    return sorted(converted.values(), key=lambda error: document_order(error.path, document))
 
 
 def _field_errors(detail: ErrorDetails) -> list[FieldError]:
@@ -156,7 +215,7 @@ def _did_you_mean(name: str, candidates: Sequence[str]) -> str:
     return f'; did you mean "{suggestion}"?' if suggestion else ""
 
 
-def _document_order(path: Path, document: Any) -> tuple[int, ...]:
+def document_order(path: Path, document: Any) -> tuple[int, ...]:
     """Position of a path in the document, so errors print top to bottom as the user wrote them."""
     order: list[int] = []
     node = document

@@ -3,6 +3,9 @@
 All inputs are validated and compiled before anything is written: a Certification that cannot be compiled
 produces no output at all. `--check DIR` compares committed output with what would be written and exits 1
 with a diff when it is stale, for a GitOps repository's CI.
+
+Exit codes: 0 compiled (or up to date), 1 an invalid Certification, a stale `--check` or an output that cannot
+be written, 2 a usage error (a bad option value, `-o` naming a file).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import click
 
 from nvcre_argo import __version__, contract
 from nvcre_argo.cli.catalog import catalog_dir_option, open_catalog
-from nvcre_argo.cli.inputs import load_all, report_invalid
+from nvcre_argo.cli.inputs import check_namespace, load_all, report_invalid, require_non_empty
 from nvcre_argo.cli.resolve import gpu_arch_option
 from nvcre_argo.cli.validate import validate_files
 from nvcre_argo.compiler import CompiledCertification, CompileOptions, compile_certifications
@@ -80,7 +83,12 @@ def _check(files: dict[str, str], directory: Path) -> int:
 )
 @click.option("--format", "output_format", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True)
 @catalog_dir_option
-@click.option("--namespace", default=None, help="Namespace of the Workflows (default: the Certification's).")
+@click.option(
+    "--namespace",
+    default=None,
+    callback=check_namespace,
+    help="Namespace of the Workflows (default: the Certification's).",
+)
 @click.option(
     "--name",
     default=None,
@@ -88,7 +96,11 @@ def _check(files: dict[str, str], directory: Path) -> int:
     help="Pin the certification Workflow's name instead of generateName.",
 )
 @click.option(
-    "--step-image", default=contract.DEFAULT_STEP_IMAGE, show_default=True, help="Image of the step containers."
+    "--step-image",
+    default=contract.DEFAULT_STEP_IMAGE,
+    show_default=True,
+    callback=require_non_empty,
+    help="Image of the step containers.",
 )
 @gpu_arch_option
 @click.option(
@@ -112,13 +124,17 @@ def compile_command(
     validate_only: bool,
 ) -> None:
     """Compile Certification files into Argo Workflows ('-' reads standard input)."""
+    options = CompileOptions(step_image=step_image, namespace=namespace, name=name, gpu_architecture=gpu_arch)
+    writes_files = output != "-" and not validate_only and check_dir is None
+    if writes_files and Path(output).exists() and not Path(output).is_dir():
+        # Checked before compiling: a usage error, and nothing written (not a traceback from mkdir).
+        raise click.BadParameter(f"{output!r} is a file, not a directory", param_hint="'-o' / '--output'")
     if validate_only:
-        raise SystemExit(validate_files(files))
+        raise SystemExit(validate_files(files, catalog_dirs=catalog_dirs, options=options))
     try:
         loaded = load_all(files)
         if name and len(loaded) > 1:
             raise click.UsageError("--name pins one Workflow name; give exactly one Certification")
-        options = CompileOptions(step_image=step_image, namespace=namespace, name=name, gpu_architecture=gpu_arch)
         compiled = compile_certifications(loaded, catalog=open_catalog(catalog_dirs), options=options)
     except DocumentError as error:
         report_invalid(error)
@@ -136,10 +152,16 @@ def compile_command(
         click.echo(text, nl=False)
         return
     directory = Path(output)
-    directory.mkdir(parents=True, exist_ok=True)
-    for file_name, text in render_output(compiled, output_format).items():
-        (directory / file_name).write_text(text, encoding="utf-8")
-        click.echo(f"wrote {directory / file_name}", err=True)
+    files_to_write = render_output(compiled, output_format)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        for file_name, text in files_to_write.items():
+            (directory / file_name).write_text(text, encoding="utf-8")
+            click.echo(f"wrote {directory / file_name}", err=True)
+    except OSError as error:
+        target = error.filename or directory
+        click.echo(f"error: cannot write {target}: {error.strerror or error}", err=True)
+        raise SystemExit(1) from None
 
 
 def main() -> None:

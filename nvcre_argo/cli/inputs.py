@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import click
 
+from nvcre_argo.api.labels import dns1123_label_problems
 from nvcre_argo.errors import DocumentError, FieldError, InvalidDocumentError
 from nvcre_argo.loading import LoadedCertification, load_certifications
 
@@ -44,6 +45,20 @@ def report_invalid(error: DocumentError) -> None:
         click.echo(problem.render(), err=True)
     count = len(error.errors)
     click.echo(f"{count} problem{'s' if count != 1 else ''} found", err=True)
+
+
+def require_non_empty(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    """A click callback for options such as `--step-image` that must name something."""
+    if not value.strip():
+        raise click.BadParameter("must not be empty")
+    return value
+
+
+def check_namespace(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """A click callback: a namespace option must be a DNS-1123 label, as the API server requires."""
+    if value is not None and (problems := dns1123_label_problems(value)):
+        raise click.BadParameter(f"{'; '.join(problems)}, got {value!r}")
+    return value
 
 
 def describe(loaded: LoadedCertification) -> str:

@@ -9,7 +9,9 @@ import click
 
 from nvcre_argo import contract
 from nvcre_argo.cli.catalog import catalog_dir_option, open_catalog
-from nvcre_argo.kube.client import ApiError, connect
+from nvcre_argo.cli.cluster import kubeconfig_option, open_cluster
+from nvcre_argo.cli.inputs import check_namespace, require_non_empty
+from nvcre_argo.kube.client import ApiError
 from nvcre_argo.render.catalog_templates import build_catalog_templates
 from nvcre_argo.render.install import build_install_manifests
 from nvcre_argo.yamlio import dump_yaml_documents
@@ -29,13 +31,26 @@ def install_manifests(
 
 
 @click.command("install")
-@click.option("--namespace", default="nvcre-argo", show_default=True, help="Namespace of the watcher.")
-@click.option("--watch-namespace", default=None, help="The one namespace to watch and run in (default: all).")
-@click.option("--image", default=contract.DEFAULT_STEP_IMAGE, show_default=True, help="Watcher and step image.")
+@click.option(
+    "--namespace", default="nvcre-argo", show_default=True, callback=check_namespace, help="Namespace of the watcher."
+)
+@click.option(
+    "--watch-namespace",
+    default=None,
+    callback=check_namespace,
+    help="The one namespace to watch and run in (default: all).",
+)
+@click.option(
+    "--image",
+    default=contract.DEFAULT_STEP_IMAGE,
+    show_default=True,
+    callback=require_non_empty,
+    help="Watcher and step image.",
+)
 @click.option("--no-submit", is_flag=True, help="Do not let the watcher create Workflows (GitOps/argo submit only).")
 @click.option("--print", "print_only", is_flag=True, help="Print the manifests instead of applying them.")
 @catalog_dir_option
-@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
+@kubeconfig_option
 def install_command(
     namespace: str,
     watch_namespace: str | None,
@@ -50,7 +65,7 @@ def install_command(
     if print_only:
         click.echo(dump_yaml_documents(manifests), nl=False)
         return
-    kube = connect(kubeconfig)
+    kube = open_cluster(kubeconfig)
     for manifest in manifests:
         what = f"{manifest['kind']}/{manifest['metadata']['name']}"
         try:

@@ -10,7 +10,9 @@ from typing import Any
 import click
 
 from nvcre_argo.api.status import CertificationStatus
-from nvcre_argo.kube.client import ApiError, KubeClient, connect
+from nvcre_argo.cli.cluster import kubeconfig_option, open_cluster
+from nvcre_argo.cli.inputs import check_namespace
+from nvcre_argo.kube.client import ApiError, KubeClient
 from nvcre_argo.kube.resources import CERTIFICATIONS, CONFIGMAPS
 from nvcre_argo.names import LABEL_RECORD, LABEL_WORKFLOW
 from nvcre_argo.report.model import CategoryResults, build_report, exit_code
@@ -65,7 +67,13 @@ def collect_results(kube: KubeClient, namespace: str, status: CertificationStatu
 
 @click.command("report")
 @click.argument("name")
-@click.option("-n", "--namespace", default="default", show_default=True)
+@click.option(
+    "-n",
+    "--namespace",
+    default=None,
+    callback=check_namespace,
+    help="Namespace (default: the kubeconfig context's, as kubectl).",
+)
 @click.option("-o", "--output", type=click.Choice(sorted(RENDERERS)), default="text", show_default=True)
 @click.option(
     "--results-file",
@@ -73,10 +81,13 @@ def collect_results(kube: KubeClient, namespace: str, status: CertificationStatu
     default=None,
     help="Also write the report to this file.",
 )
-@click.option("--kubeconfig", envvar="KUBECONFIG", default=None)
-def report_command(name: str, namespace: str, output: str, results_file: Path | None, kubeconfig: str | None) -> None:
-    """Print a Certification's report; exit 0 only when it PASSED."""
-    kube = connect(kubeconfig)
+@kubeconfig_option
+def report_command(
+    name: str, namespace: str | None, output: str, results_file: Path | None, kubeconfig: str | None
+) -> None:
+    """Print a Certification's report; exit 0 only when it PASSED (1 otherwise, 2 on a usage error)."""
+    kube = open_cluster(kubeconfig)
+    namespace = namespace or kube.namespace
     try:
         certification = kube.get(CERTIFICATIONS, name, namespace)
     except ApiError as error:

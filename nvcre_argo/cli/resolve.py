@@ -66,6 +66,11 @@ def resolve_command(
     except InvalidDocumentError as error:
         report_invalid(error)
         raise SystemExit(1) from None
+    counts = [len(item.certification.spec.categories) for item in loaded]
+    if only is not None and not any(0 <= only < count for count in counts):
+        raise click.BadParameter(
+            f"no category {only}; the Certification has categories 0..{max(counts) - 1}", param_hint="'--category'"
+        )
     catalog = open_catalog(catalog_dirs)
     documents: list[Any] = []
     for item in loaded:

@@ -6,20 +6,23 @@ everything as arguments. Exit codes carry the verdict to Argo: 0 passed, 1 faile
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
 from nvcre_argo import contract
 from nvcre_argo.kube.client import KubeClient, connect
 from nvcre_argo.plan.model import PlanError
+from nvcre_argo.resolve.values import gpu_values
 from nvcre_argo.steps.cleanup import cleanup_step
 from nvcre_argo.steps.context import StepContext, parse_category
 from nvcre_argo.steps.measurements import measure_log
-from nvcre_argo.steps.planning import plan_step, planned_gpu_values
+from nvcre_argo.steps.planning import load_plan, plan_step
 from nvcre_argo.steps.recording import record_step
 from nvcre_argo.steps.running import RunSettings, run_group
 from nvcre_argo.steps.verdict import parse_statuses
@@ -45,6 +48,17 @@ def _context() -> StepContext:
 def _write_output(path: str, text: str) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(text, encoding="utf-8")
+
+
+def _fail_with(summary: str) -> NoReturn:
+    """Exit 1, leaving ``summary`` as the container's termination message: Argo shows it as the step's
+    message ("main: Error (exit code 1): <summary>") in the UI and in ``argo get``, so why a step failed is
+    readable without its log. Only where the kubelet provided the file: outside a pod nothing is created."""
+    termination_log = Path(contract.TERMINATION_LOG)
+    if termination_log.is_file():
+        with contextlib.suppress(OSError):
+            termination_log.write_text(summary[: contract.TERMINATION_MESSAGE_LIMIT], encoding="utf-8")
+    raise SystemExit(1)
 
 
 @click.group("step")
@@ -77,21 +91,31 @@ def plan_command(ctx: click.Context) -> None:
 @step_group.command("run")
 @click.pass_context
 def run_command(ctx: click.Context) -> None:
-    """Run one node group's TrainJob(s) to the end and record the result."""
+    """Run one node group's TrainJob(s) to the end and record the result.
+
+    Argo passes only the group's name; its nodes come from the plan the plan step published."""
     context = _context()
     kube = _kube(ctx)
-    nodes = json.loads(_require(contract.ENV_NODES))
+    try:
+        plan = load_plan(kube, context)
+        group = plan.group(_require(contract.ENV_GROUP))
+    except (LookupError, PlanError) as error:
+        click.echo(f"error: {error}", err=True)
+        _fail_with(str(error))
     result = run_group(
         kube,
         context,
-        group=_require(contract.ENV_GROUP),
-        nodes=[str(node) for node in nodes],
-        gpu=planned_gpu_values(kube, context),
+        group=group.name,
+        nodes=group.nodes,
+        gpu=gpu_values(context.category, plan.architecture),
         settings=RunSettings(),
         measure=measure_log,
         report=click.echo,
+        matched=len(plan.candidates),
     )
-    raise SystemExit(0 if result.succeeded else 1)
+    if not result.succeeded:
+        failed = next(iteration for iteration in result.iterations if not iteration.succeeded)
+        _fail_with(failed.message.splitlines()[0] if failed.message else "the group did not pass")
 
 
 @step_group.command("record")
@@ -101,7 +125,8 @@ def record_command(ctx: click.Context) -> None:
     outcome = record_step(_kube(ctx), _context(), report=click.echo)
     _write_output(contract.FAILED_NODES_REF_FILE, outcome.failed_nodes_ref)
     _write_output(contract.SUCCEEDED_NODES_REF_FILE, outcome.succeeded_nodes_ref)
-    raise SystemExit(0 if outcome.passed else 1)
+    if not outcome.passed:
+        _fail_with(outcome.summary())
 
 
 @step_group.command("cleanup")

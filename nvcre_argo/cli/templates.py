@@ -10,6 +10,7 @@ import click
 
 from nvcre_argo import contract
 from nvcre_argo.cli.catalog import catalog_dir_option, open_catalog
+from nvcre_argo.cli.inputs import require_non_empty
 from nvcre_argo.render.catalog_templates import build_catalog_templates
 from nvcre_argo.yamlio import dump_yaml
 
@@ -23,7 +24,7 @@ from nvcre_argo.yamlio import dump_yaml
     default=Path("workflow_templates"),
     show_default=True,
 )
-@click.option("--step-image", default=contract.DEFAULT_STEP_IMAGE, show_default=True)
+@click.option("--step-image", default=contract.DEFAULT_STEP_IMAGE, show_default=True, callback=require_non_empty)
 @click.option("--check", is_flag=True, help="Exit 1 with a diff when the directory differs from what would be written.")
 @catalog_dir_option
 def templates_command(output_dir: Path, step_image: str, check: bool, catalog_dirs: tuple[Path, ...]) -> None:
@@ -40,8 +41,18 @@ def templates_command(output_dir: Path, step_image: str, check: bool, catalog_di
             if not (output_dir / name).is_file() or (output_dir / name).read_text() != files[name]
         )
         extra = sorted(existing - set(files))
+        if not any((output_dir / name).is_file() for name in files):
+            click.echo(
+                f"error: {output_dir} holds none of the {len(files)} WorkflowTemplates; "
+                f"run 'nvcre-argo templates -o {output_dir}' to write them",
+                err=True,
+            )
+            raise SystemExit(1)
         for name in stale:
-            current = (output_dir / name).read_text() if (output_dir / name).is_file() else ""
+            if not (output_dir / name).is_file():
+                click.echo(f"{output_dir / name}: missing", err=True)
+                continue
+            current = (output_dir / name).read_text()
             sys.stdout.writelines(
                 difflib.unified_diff(
                     current.splitlines(True), files[name].splitlines(True), str(output_dir / name), "generated"
@@ -54,9 +65,13 @@ def templates_command(output_dir: Path, step_image: str, check: bool, catalog_di
             raise SystemExit(1)
         click.echo(f"{output_dir}: {len(files)} templates up to date", err=True)
         return
-    output_dir.mkdir(parents=True, exist_ok=True)
-    for name in sorted({path.name for path in output_dir.glob("*.yaml")} - set(files)):
-        (output_dir / name).unlink()
-    for name, text in files.items():
-        (output_dir / name).write_text(text, encoding="utf-8")
+    try:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        for name in sorted({path.name for path in output_dir.glob("*.yaml")} - set(files)):
+            (output_dir / name).unlink()
+        for name, text in files.items():
+            (output_dir / name).write_text(text, encoding="utf-8")
+    except OSError as error:
+        click.echo(f"error: cannot write {error.filename or output_dir}: {error.strerror or error}", err=True)
+        raise SystemExit(1) from None
     click.echo(f"wrote {len(files)} templates to {output_dir}", err=True)

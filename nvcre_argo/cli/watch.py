@@ -12,27 +12,39 @@ import click
 
 from nvcre_argo import contract
 from nvcre_argo.cli.catalog import catalog_dir_option, open_catalog
+from nvcre_argo.cli.cluster import open_cluster
+from nvcre_argo.cli.inputs import check_namespace, require_non_empty
 from nvcre_argo.controller.leader import LeaderElector, LeaseSettings
 from nvcre_argo.controller.loop import LoopSettings, Watcher
 from nvcre_argo.controller.observability import Metrics, serve
 from nvcre_argo.controller.reconciler import Reconciler, SubmitSettings
-from nvcre_argo.kube.client import connect
 
 log = logging.getLogger(__name__)
 
 
 @click.command("watch")
-@click.option("-n", "--namespace", default=None, help="Watch one namespace.")
+@click.option("-n", "--namespace", default=None, callback=check_namespace, help="Watch one namespace.")
 @click.option("-A", "--all-namespaces", is_flag=True, help="Watch every namespace.")
 @click.option("--submit", is_flag=True, help="Compile and create the Workflows of Certifications applied with kubectl.")
-@click.option("--step-image", default=contract.DEFAULT_STEP_IMAGE, show_default=True, help="With --submit.")
+@click.option(
+    "--step-image",
+    default=contract.DEFAULT_STEP_IMAGE,
+    show_default=True,
+    callback=require_non_empty,
+    help="With --submit.",
+)
 @catalog_dir_option
 @click.option("--kubeconfig", envvar="KUBECONFIG", default=None, help="Outside a cluster: the kubeconfig.")
 @click.option("--metrics-port", type=int, default=8080, show_default=True, help="0 disables /metrics.")
 @click.option("--health-port", type=int, default=8081, show_default=True, help="0 disables /healthz and /readyz.")
 @click.option("--bind-address", default="0.0.0.0", show_default=True, help="Address of the metrics and health ports.")  # noqa: S104
 @click.option("--leader-elect", is_flag=True, help="Hold a Lease so only one replica writes.")
-@click.option("--leader-election-namespace", default=None, help="Namespace of the Lease (default: the watched one).")
+@click.option(
+    "--leader-election-namespace",
+    default=None,
+    callback=check_namespace,
+    help="Namespace of the Lease (default: the watched one).",
+)
 @click.option("--identity", default=None, help="This replica's identity (default: the host name).")
 @click.option("--resync-seconds", type=float, default=60.0, show_default=True, help="Periodic full reconcile.")
 def watch_command(
@@ -53,8 +65,8 @@ def watch_command(
     """Watch Argo Workflows labelled with a Certification and keep its status up to date."""
     if bool(namespace) == all_namespaces:
         raise click.UsageError("give exactly one of --namespace NS or --all-namespaces")
+    kube = open_cluster(kubeconfig)  # before logging is configured: one line, not urllib3's retries
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    kube = connect(kubeconfig)
     identity = identity or socket.gethostname()
     metrics = Metrics()
     stop = threading.Event()

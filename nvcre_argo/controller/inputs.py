@@ -18,12 +18,12 @@ from nvcre_argo.api.status import CertificationStatus
 from nvcre_argo.kube.client import ApiError, KubeClient
 from nvcre_argo.kube.resources import CONFIGMAPS
 from nvcre_argo.names import LABEL_ROLE, ROLE_CATEGORY, group_nodes_configmap
-from nvcre_argo.plan.model import Plan, PlanError
+from nvcre_argo.plan.model import PlanError
+from nvcre_argo.plan.storage import plan_from_configmap
 from nvcre_argo.results import THRESHOLD_VIOLATION, FailedNode, ResultsError, decode_failed_nodes
 
 log = logging.getLogger(__name__)
 FAILED_NODES_KEY = "failed-nodes.json.gz"
-PLAN_KEY = "plan.json"
 
 
 @dataclass(frozen=True)
@@ -71,9 +71,9 @@ class ConfigMapReader:
         key = (namespace, name, configmap["metadata"].get("resourceVersion", ""))
         if key not in self._cache:
             try:
-                plan = Plan.from_json(configmap.get("data", {})[PLAN_KEY])
+                plan = plan_from_configmap(configmap)
                 self._cache[key] = {exclusion.node for exclusion in plan.excluded}
-            except (KeyError, PlanError) as error:
+            except PlanError as error:
                 log.warning("ConfigMap %s/%s does not hold a plan: %s", namespace, name, error)
                 self._cache[key] = set()
         excluded: set[str] = self._cache[key]

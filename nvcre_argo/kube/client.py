@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -19,6 +20,7 @@ from kubernetes import client as k8s_client
 from kubernetes import config as k8s_config
 from kubernetes.watch.watch import iter_resp_lines
 
+from nvcre_argo.errors import NvcreError
 from nvcre_argo.kube.resources import Resource, resource_of
 
 log = logging.getLogger(__name__)
@@ -26,6 +28,16 @@ T = TypeVar("T")
 
 TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
 MERGE_PATCH = "application/merge-patch+json"
+DEFAULT_PAGE_SIZE = 500
+SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+class KubeConfigError(NvcreError):
+    """No usable kubeconfig (missing, unreadable or malformed), said in one line without the client's text."""
+
+
+class UnreachableError(NvcreError):
+    """The API server named by the kubeconfig does not answer."""
 
 
 @dataclass
@@ -86,13 +98,43 @@ class Backoff:
 class KubeClient:
     """JSON over the API server, with the authentication of a kubeconfig or the in-cluster service account."""
 
-    def __init__(self, api_client: k8s_client.ApiClient, *, backoff: Backoff | None = None) -> None:
+    def __init__(
+        self,
+        api_client: k8s_client.ApiClient,
+        *,
+        backoff: Backoff | None = None,
+        namespace: str = "default",
+    ) -> None:
         self._api = api_client
         self._backoff = backoff or Backoff()
+        self.namespace = namespace  # the kubeconfig context's namespace (kubectl's default for -n)
+
+    @property
+    def server(self) -> str:
+        return str(self._api.configuration.host)
 
     def with_backoff(self, backoff: Backoff) -> KubeClient:
         """The same connection with another retry policy (leader election must not retry for 15 s)."""
-        return KubeClient(self._api, backoff=backoff)
+        return KubeClient(self._api, backoff=backoff, namespace=self.namespace)
+
+    def check_reachable(self, *, attempts: int = 3, timeout: float = 5.0, delay: float = 0.5) -> None:
+        """Raise UnreachableError, once, when the API server does not answer within a bounded time.
+
+        For commands a person runs: the full backoff is for steps that must survive a brief outage, not for
+        telling someone their kubeconfig points nowhere (it took 17 s and six raw warnings).
+        """
+        problem = ""
+        for attempt in range(attempts):
+            try:
+                self._send("GET", "/version", timeout=(timeout, timeout))
+                return
+            except ApiError as error:
+                if error.status != 0:
+                    return  # it answered (401/403 are the next request's to report)
+                problem = error.message
+            if attempt + 1 < attempts:
+                self._backoff.sleep(delay)
+        raise UnreachableError(f"cannot reach the Kubernetes API server at {self.server}: {problem}")
 
     # -- raw requests ---------------------------------------------------------------------------------------
 
@@ -122,10 +164,10 @@ class KubeClient:
         except k8s_client.ApiException as error:
             raise ApiError(error.status or 0, error.reason or "", str(error.body or "")) from None
         except OSError as error:  # connection refused, reset, DNS: transient by nature
-            raise ApiError(0, "ConnectionError", str(error)) from None
+            raise ApiError(0, "ConnectionError", _connection_problem(error)) from None
         except Exception as error:
             if type(error).__module__.startswith("urllib3"):
-                raise ApiError(0, "ConnectionError", str(error)) from None
+                raise ApiError(0, "ConnectionError", _connection_problem(error)) from None
             raise
         return response
 
@@ -153,21 +195,51 @@ class KubeClient:
             raise
 
     def list(
-        self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int = DEFAULT_PAGE_SIZE,
     ) -> tuple[list[dict[str, Any]], str]:
         """Every object (following `continue` pages) and the list's resourceVersion, to watch from."""
         items: list[dict[str, Any]] = []
+        version = ""
+        for page in self.pages(
+            resource, namespace, label_selector=label_selector, field_selector=field_selector, limit=limit
+        ):
+            items.extend(page.get("items", []))
+            version = str(page.get("metadata", {}).get("resourceVersion", ""))
+        return items, version
+
+    def pages(
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int = DEFAULT_PAGE_SIZE,
+    ) -> Iterator[dict[str, Any]]:
+        """The list, one page (`limit` objects, then `continue`) at a time, so a caller can keep only what it
+        needs of each page instead of holding every full object at once."""
         token: str | None = None
         while True:
             page = self.request(
                 "GET",
                 resource.path(namespace),
-                query={"labelSelector": label_selector, "limit": 500, "continue": token},
+                query={
+                    "labelSelector": label_selector,
+                    "fieldSelector": field_selector,
+                    "limit": limit,
+                    "continue": token,
+                },
             )
-            items.extend(page.get("items", []))
+            yield page
             token = page.get("metadata", {}).get("continue")
             if not token:
-                return items, str(page.get("metadata", {}).get("resourceVersion", ""))
+                return
 
     def create(self, manifest: dict[str, Any], *, dry_run: bool = False, strict: bool = False) -> dict[str, Any]:
         resource = resource_of(manifest)
@@ -304,14 +376,63 @@ def _error_from(status: int, data: bytes | None) -> ApiError:
     return ApiError(status, str(body.get("reason", "")), str(body.get("message", (data or b"")[:300])))
 
 
+def _connection_problem(error: BaseException) -> str:
+    """The root cause of a connection failure (`Connection refused`), not urllib3's nested retry message."""
+    problem = ""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.strerror:
+            problem = str(current.strerror)
+        elif not problem and current.args and isinstance(current.args[-1], str):
+            problem = current.args[-1].rsplit(": ", 1)[-1]
+        reason = getattr(current, "reason", None)
+        current = reason if isinstance(reason, BaseException) else (current.__cause__ or current.__context__)
+    return problem or type(error).__name__
+
+
 def connect(kubeconfig: str | None = None, *, context: str | None = None) -> KubeClient:
-    """A client from a kubeconfig file, or the in-cluster service account when none is given and one exists."""
+    """A client from a kubeconfig file, or the in-cluster service account when none is given and one exists.
+
+    Raises KubeConfigError, with one line a person can act on, when there is no usable configuration.
+    """
     configuration = k8s_client.Configuration()
     if kubeconfig is None:
         try:
             k8s_config.load_incluster_config(client_configuration=configuration)
-            return KubeClient(k8s_client.ApiClient(configuration))
+            return KubeClient(k8s_client.ApiClient(configuration), namespace=_service_account_namespace())
         except k8s_config.ConfigException:
             pass
-    k8s_config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration)
-    return KubeClient(k8s_client.ApiClient(configuration))
+    files = [path for path in (kubeconfig or os.environ.get("KUBECONFIG") or "").split(os.pathsep) if path]
+    label = f"kubeconfig {os.pathsep.join(files)}" if files else "kubeconfig ~/.kube/config"
+    if not any(os.path.isfile(os.path.expanduser(path)) for path in files or ["~/.kube/config"]):
+        if files:
+            raise KubeConfigError(f"{label}: no such file")
+        raise KubeConfigError(
+            "no kubeconfig: ~/.kube/config does not exist, KUBECONFIG is not set and this is not a pod; "
+            "pass --kubeconfig FILE"
+        )
+    try:
+        k8s_config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration)
+        _, active = k8s_config.list_kube_config_contexts(config_file=kubeconfig)
+    except Exception as error:  # the loader raises ConfigException, YAML, type and key errors alike
+        raise KubeConfigError(f"{label}: invalid: {_config_problem(error)}") from None
+    namespace = (active.get("context") or {}).get("namespace") if isinstance(active, dict) else None
+    return KubeClient(k8s_client.ApiClient(configuration), namespace=str(namespace or "default"))
+
+
+def _config_problem(error: Exception) -> str:
+    text = " ".join(str(error).split()) or type(error).__name__
+    text = text.removeprefix("Invalid kube-config file. ")
+    for marker in (' in "', " in /"):
+        text = text.split(marker, 1)[0]
+    return text.rstrip(".")
+
+
+def _service_account_namespace() -> str:
+    try:
+        with open(SERVICE_ACCOUNT_NAMESPACE, encoding="utf-8") as handle:
+            return handle.read().strip() or "default"
+    except OSError:
+        return "default"

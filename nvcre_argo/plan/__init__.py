@@ -6,6 +6,7 @@ Pure functions over Kubernetes Node objects as the API returns them (plain dicts
 
     selection   target matching, cordoned nodes, GPU-architecture vote, GPU capacity
     grouping    node groups: per node, per rack (NVLink clique), chunks of nodesPerJob, training sizes
-    model       Exclusion, NodeGroup, Plan (JSON round-trip, Argo withParam items), PlanError
+    model       Exclusion, NodeGroup, Plan (JSON round-trip, Argo withParam items: group names), PlanError
     planner     plan_category: the above composed in the reference's order
+    storage     the plan's ConfigMap (compressed) and reading it back
 """

@@ -3,8 +3,8 @@ node groups, one TrainJob each.
 
 A plan crosses process boundaries (the plan step writes it, the run and record steps and the watcher read
 it), so it has one JSON form: `to_json` is deterministic (sorted keys, fixed separators) and `from_json`
-reads exactly that back. Argo only ever sees `withparam_items()`, group names and node names, so Workflow
-status stays small however many nodes there are.
+reads exactly that back. Argo only ever sees `withparam_items()`, the group names (the run step reads its
+nodes from the plan's ConfigMap), so the Workflow stays the same size however many nodes a group has.
 """
 
 from __future__ import annotations
@@ -65,14 +65,18 @@ class Plan:
         left_out = {exclusion.node for exclusion in self.excluded}
         return tuple(node for node in self.candidates if node not in left_out)
 
-    def withparam_items(self, *, overflow: bool | None = None) -> list[dict[str, Any]]:
-        """Argo `withParam` items: `[{"name": "g0", "nodes": [...]}, ...]`; optionally only the regular
+    def withparam_items(self, *, overflow: bool | None = None) -> list[str]:
+        """Argo `withParam` items: the group names, `["g0", "g1", ...]`, never their nodes (Argo copies each
+        item into node names, annotations and the step's environment); optionally only the regular
         (`overflow=False`) or only the overflow (`overflow=True`) groups, for a second fan-out."""
-        return [
-            {"name": group.name, "nodes": list(group.nodes)}
-            for group in self.groups
-            if overflow is None or group.overflow == overflow
-        ]
+        return [group.name for group in self.groups if overflow is None or group.overflow == overflow]
+
+    def group(self, name: str) -> NodeGroup:
+        """The group of that name; PlanError when the plan has none (a run step of another plan)."""
+        for group in self.groups:
+            if group.name == name:
+                return group
+        raise PlanError(f"the plan has no group {name!r}; its groups: {', '.join(self.withparam_items()) or 'none'}")
 
     def to_json(self) -> str:
         document = {

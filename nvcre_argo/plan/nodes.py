@@ -19,6 +19,19 @@ CLIQUE_LABEL = "nvidia.com/gpu.clique"
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
 
+def slim_node(node: Node) -> dict[str, Any]:
+    """Only what planning reads (name, labels, taints, unschedulable, allocatable GPUs): a listed Node carries
+    images, conditions and managed fields worth tens of KiB, and the plan step holds thousands of them."""
+    metadata = node.get("metadata") or {}
+    spec = node.get("spec") or {}
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    slim: dict[str, Any] = {"metadata": {"name": metadata.get("name"), "labels": metadata.get("labels") or {}}}
+    slim["spec"] = {key: spec[key] for key in ("taints", "unschedulable") if key in spec}
+    if GPU_RESOURCE in allocatable:
+        slim["status"] = {"allocatable": {GPU_RESOURCE: allocatable[GPU_RESOURCE]}}
+    return slim
+
+
 def node_name(node: Node) -> str:
     name = (node.get("metadata") or {}).get("name")
     if not isinstance(name, str) or not name:

@@ -16,6 +16,7 @@ attributed a failure, because nothing ran on them.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -35,6 +36,9 @@ from nvcre_argo.plan.nodes import (
 from nvcre_argo.resolve.gpu import GPU_PRODUCT_LABEL, architecture_of
 
 NAMES_SHOWN = 5
+_LABEL_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+_LABEL_KEY = re.compile(rf"([a-z0-9]([-a-z0-9.]{{0,251}}[a-z0-9])?/)?{_LABEL_NAME}")
+_LABEL_VALUE = re.compile(rf"({_LABEL_NAME})?")
 
 
 def matches_target(node: Node, target: TargetSpec) -> bool:
@@ -49,6 +53,31 @@ def matches_target(node: Node, target: TargetSpec) -> bool:
         return False
     taints = node_taints(node)
     return all(any(_matches_taint(taint, selector) for taint in taints) for selector in target.taint_selectors or [])
+
+
+def target_label_selector(target: TargetSpec) -> str | None:
+    """A Kubernetes label selector the API server can filter Nodes with before they are listed, or None.
+
+    Only a pre-filter: it selects a superset of what `matches_target` accepts (nodeNames and taints are not
+    label-selectable, and a requirement the selector syntax cannot express is left out), and `matches_target`
+    stays the judge. Same semantics as the Python match: `NotIn` also selects nodes without the label.
+    """
+    parts = [
+        f"{key}={value}"
+        for key, value in sorted((target.node_selector or {}).items())
+        if _LABEL_KEY.fullmatch(key) and _LABEL_VALUE.fullmatch(value)
+    ]
+    for requirement in target.match_expressions or []:
+        values = requirement.values or []
+        if not _LABEL_KEY.fullmatch(requirement.key) or not all(_LABEL_VALUE.fullmatch(value) for value in values):
+            continue
+        if requirement.operator in ("In", "NotIn") and values:
+            parts.append(f"{requirement.key} {requirement.operator.lower()} ({','.join(sorted(values))})")
+        elif requirement.operator == "Exists":
+            parts.append(requirement.key)
+        elif requirement.operator == "DoesNotExist":
+            parts.append(f"!{requirement.key}")
+    return ",".join(parts) or None
 
 
 def _matches_expression(labels: Mapping[str, str], requirement: NodeSelectorRequirement) -> bool:

@@ -1,6 +1,6 @@
 """The category WorkflowTemplate: how one catalog entry runs inside Argo (built with Hera).
 
-    plan ──▶ run-group x N (withParam: the groups) ──▶ run-group x M (the overflow groups) ──▶ record
+    plan ──▶ run-group x N (withParam: the group names) ──▶ run-group x M (the overflow groups) ──▶ record
     onExit: cleanup
 
 Every step is `nvcre-argo step <name>` in the package's own image, as a non-root user, reading the resolved
@@ -135,11 +135,8 @@ def build_category_template(
             contract.TEMPLATE_RUN_GROUP,
             step_image,
             ["run"],
-            inputs=[Parameter(name="group"), Parameter(name="nodes")],
-            env=_step_env(
-                m.EnvVar(name=contract.ENV_GROUP, value="{{inputs.parameters.group}}"),
-                m.EnvVar(name=contract.ENV_NODES, value="{{inputs.parameters.nodes}}"),
-            ),
+            inputs=[Parameter(name="group")],
+            env=_step_env(m.EnvVar(name=contract.ENV_GROUP, value="{{inputs.parameters.group}}")),
         )
         record = _step(
             contract.TEMPLATE_RECORD,
@@ -161,14 +158,13 @@ def build_category_template(
         with Steps(name=contract.TEMPLATE_CATEGORY):
             plan(name=contract.TEMPLATE_PLAN)
             # Overflow groups borrow nodes from the regular ones, so they run after them, in a second fan-out.
+            # The items are group names only (Argo shows `group(0:g0)`); the run step reads the group's nodes
+            # from the plan ConfigMap, so the Workflow's size does not grow with a group's nodes.
             for step_name, output in (("group", contract.OUTPUT_GROUPS), ("overflow", contract.OUTPUT_OVERFLOW_GROUPS)):
                 run_group(
                     name=step_name,
                     with_param=f"{{{{steps.{contract.TEMPLATE_PLAN}.outputs.parameters.{output}}}}}",
-                    arguments=[
-                        Parameter(name="group", value="{{item.name}}"),
-                        Parameter(name="nodes", value="{{item.nodes}}"),
-                    ],
+                    arguments=[Parameter(name="group", value="{{item}}")],
                     continue_on=m.ContinueOn(failed=True),
                 )
             record(name=contract.TEMPLATE_RECORD)

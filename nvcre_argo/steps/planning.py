@@ -2,35 +2,43 @@
 
 Run time is where the cluster is known: which nodes match the target, which are excluded and why, which GPU
 architecture they have (and so the GPU-dependent defaults), and how they split into groups. The full plan goes
-to a ConfigMap owned by the Workflow (the reference's `group-nodes-<id>` layout plus our `plan.json`); only
-group and node names go to Argo, to keep the Workflow object small.
+to a ConfigMap owned by the Workflow (the reference's `group-nodes-<id>` layout plus our plan, both compressed,
+see `plan.storage`); only group names go to Argo, so the Workflow's size does not grow with a group's nodes.
+
+At 10,000 nodes the listing is what costs: the API server filters by the target's labels where it can, the
+list is read a page at a time, and only the fields planning reads are kept of each Node.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from nvcre_argo.kube.client import KubeClient
 from nvcre_argo.kube.resources import CONFIGMAPS, NODES
 from nvcre_argo.names import LABEL_RECORD, group_nodes_configmap, runtime_name
-from nvcre_argo.plan.model import Plan
+from nvcre_argo.plan.model import Plan, PlanError
+from nvcre_argo.plan.nodes import slim_node
 from nvcre_argo.plan.planner import plan_category
+from nvcre_argo.plan.selection import target_label_selector
+from nvcre_argo.plan.storage import plan_binary_data, plan_from_configmap
 from nvcre_argo.render.runtime import render_runtime
 from nvcre_argo.resolve.values import GpuValues, gpu_values
-from nvcre_argo.results import base64_text, gzip_bytes
 from nvcre_argo.steps.context import StepContext
 
-GROUP_NODES_KEY = "group-nodes.json.gz"
-PLAN_KEY = "plan.json"
 RECORD_PLAN = "plan"
+NODE_PAGE_SIZE = 500
 
 
-def plan_step(kube: KubeClient, context: StepContext, *, report: Callable[[str], None] = print) -> Plan:
+def plan_step(
+    kube: KubeClient,
+    context: StepContext,
+    *,
+    report: Callable[[str], None] = print,
+    page_size: int = NODE_PAGE_SIZE,
+) -> Plan:
     """Plan the category on the live cluster; raises PlanError (with the selector) when nothing can run."""
-    nodes, _ = kube.list(NODES)
-    plan = plan_category(nodes, context.category)
+    plan = plan_category(list_target_nodes(kube, context, page_size=page_size), context.category)
     gpu = gpu_values(context.category, plan.architecture)
     largest = max((len(group.nodes) for group in plan.groups), default=1) or context.category.options.nodes_per_job or 1
     runtime = render_runtime(
@@ -53,9 +61,17 @@ def plan_step(kube: KubeClient, context: StepContext, *, report: Callable[[str],
     return plan
 
 
+def list_target_nodes(
+    kube: KubeClient, context: StepContext, *, page_size: int = NODE_PAGE_SIZE
+) -> Iterator[dict[str, Any]]:
+    """The Nodes the target's label selector lets through (every Node when it has none), page by page, each
+    cut down to what planning reads; `matches_target` still judges every one of them."""
+    selector = target_label_selector(context.category.target)
+    for page in kube.pages(NODES, label_selector=selector, limit=page_size):
+        yield from (slim_node(node) for node in page.get("items", []))
+
+
 def plan_configmap(context: StepContext, plan: Plan) -> dict[str, Any]:
-    group_nodes = {group.name: list(group.nodes) for group in plan.groups}
-    compressed = gzip_bytes(json.dumps(group_nodes, sort_keys=True).encode())
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -65,8 +81,7 @@ def plan_configmap(context: StepContext, plan: Plan) -> dict[str, Any]:
             "labels": context.labels(**{LABEL_RECORD: RECORD_PLAN}),
             "ownerReferences": context.owner_references(),
         },
-        "data": {PLAN_KEY: plan.to_json()},
-        "binaryData": {GROUP_NODES_KEY: base64_text(compressed)},
+        "binaryData": plan_binary_data(plan),
     }
 
 
@@ -75,7 +90,10 @@ def load_plan(kube: KubeClient, context: StepContext) -> Plan:
     configmap = kube.get(CONFIGMAPS, group_nodes_configmap(context.workflow_uid), context.namespace)
     if configmap is None:
         raise LookupError(f"ConfigMap {group_nodes_configmap(context.workflow_uid)} (the plan) does not exist")
-    return Plan.from_json(configmap["data"][PLAN_KEY])
+    try:
+        return plan_from_configmap(configmap)
+    except PlanError as error:
+        raise PlanError(f"ConfigMap {group_nodes_configmap(context.workflow_uid)}: {error}") from None
 
 
 def planned_gpu_values(kube: KubeClient, context: StepContext) -> GpuValues:

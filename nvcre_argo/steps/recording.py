@@ -2,17 +2,19 @@
 
 Within a category a node appears once per reason in `failed-nodes-<id>`; `succeeded-nodes-<id>` holds the
 nodes of groups whose every iteration passed. A node whose group failed for another node's sake (a
-health-check hit stops the whole group) is in neither list: it was not tested to the end, so it is not
-certified, and nothing blames it either. A group with no result (its run step never finished) counts as a
-failed workload on all its nodes: nothing is silently dropped. Each ConfigMap is written in one request, and
-its name is published (as the step's outputs) only after it exists.
+groupmate's rank failed first, or a health-check hit stopped the whole group) is in neither list: it was not
+tested to the end, so it is not certified, and nothing blames it either. A group with no result (its run
+step never finished) counts as a failed workload on all its nodes: nothing is silently dropped. A group that
+did not pass with no node to blame (its measurement could not be read) fails the category without failing
+a node. Each ConfigMap is written in one request, and its name is published (as the step's outputs) only
+after it exists.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from nvcre_argo.kube.client import KubeClient
@@ -35,10 +37,22 @@ class RecordOutcome:
     succeeded_nodes_ref: str
     failed: list[FailedNode]
     succeeded: list[str]
+    # Groups that did not pass although no node of theirs is blamed (e.g. an unreadable measurement).
+    unpassed_groups: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
-        return not self.failed
+        return not self.failed and not self.unpassed_groups
+
+    def summary(self) -> str:
+        """One line for a failed category: who failed and why, or which groups could not pass."""
+        parts = []
+        if self.failed:
+            names = sorted({node.name for node in self.failed})
+            parts.append(f"{len(names)} node(s) failed: {', '.join(names)}")
+        if self.unpassed_groups:
+            parts.append(f"group(s) {', '.join(self.unpassed_groups)} did not pass with no node to blame")
+        return "; ".join(parts) or "passed"
 
 
 def record_step(kube: KubeClient, context: StepContext, *, report: Callable[[str], None] = print) -> RecordOutcome:
@@ -48,6 +62,7 @@ def record_step(kube: KubeClient, context: StepContext, *, report: Callable[[str
     results = {result["group"]: result for result in (json.loads(cm["data"]["result.json"]) for cm in configmaps)}
     failed: list[FailedNode] = []
     passed_nodes: set[str] = set()
+    unpassed: list[tuple[str, str]] = []
     for group in plan.groups:
         result = results.get(group.name)
         if result is None or not result["iterations"]:
@@ -58,6 +73,9 @@ def record_step(kube: KubeClient, context: StepContext, *, report: Callable[[str
             failed += [FailedNode(item["name"], item["reason"], item["message"]) for item in iteration["failed_nodes"]]
         if all(iteration["succeeded"] for iteration in result["iterations"]):
             passed_nodes |= set(result["nodes"])
+        elif not any(iteration["failed_nodes"] for iteration in result["iterations"]):
+            reason = next(it["message"] for it in result["iterations"] if not it["succeeded"])
+            unpassed.append((group.name, reason))
     failed_names = {node.name for node in failed}
     succeeded = sorted(passed_nodes - failed_names)
     failed_name = failed_nodes_configmap(context.workflow_uid)
@@ -69,7 +87,7 @@ def record_step(kube: KubeClient, context: StepContext, *, report: Callable[[str
     }
     kube.create_or_replace(failed_nodes_configmap_manifest(failed_name, nodes=failed, **common))
     kube.create_or_replace(succeeded_nodes_configmap_manifest(succeeded_name, names=succeeded, **common))
-    outcome = RecordOutcome(failed_name, succeeded_name, failed, succeeded)
+    outcome = RecordOutcome(failed_name, succeeded_name, failed, succeeded, [name for name, _ in unpassed])
     verdict = "PASSED" if outcome.passed else "FAILED"
     report(
         f"{context.category.domain}/{context.category.variant}: {verdict}: {len(succeeded)} node(s) passed, "
@@ -77,4 +95,6 @@ def record_step(kube: KubeClient, context: StepContext, *, report: Callable[[str
     )
     for node in failed:
         report(f"failed {node.name}: {node.reason}: {node.message.splitlines()[0] if node.message else ''}")
+    for name, reason in unpassed:
+        report(f"group {name} did not pass, no node blamed (its nodes are not certified): {reason}")
     return outcome

@@ -11,7 +11,7 @@ The observing loop feeds each poll's objects to `classify` and `advance`; nothin
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -108,3 +108,59 @@ class Clock:
         if self.blocked_since is None or self.last_seen is None:
             return False
         return self.last_seen - self.blocked_since > limit_seconds
+
+
+REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+
+
+@dataclass(frozen=True)
+class RankFailure:
+    """A container of a rank pod (a pod of a GPU replicated job) that terminated with a non-zero exit code."""
+
+    pod: str
+    node: str
+    container: str
+    exit_code: int
+    reason: str
+    finished_at: str
+
+    def describe(self) -> str:
+        detail = f"pod {self.pod} on node {self.node}: container {self.container} exited {self.exit_code}"
+        return detail + (f" ({self.reason})" if self.reason else "")
+
+
+def rank_failures(pods: Sequence[dict[str, Any]], rank_jobs: Collection[str]) -> list[RankFailure]:
+    """Every failed container of the pods that run on the group's GPUs, in pod-name order.
+
+    An MPI launcher is not a rank: it fails *because* a rank failed, and it may run on any node, so it is
+    never evidence against the node it ran on.
+    """
+    found = []
+    for pod in sorted(pods, key=lambda item: str(item.get("metadata", {}).get("name", ""))):
+        metadata = pod.get("metadata", {})
+        if metadata.get("labels", {}).get(REPLICATED_JOB_LABEL) not in rank_jobs:
+            continue
+        for status in pod.get("status", {}).get("containerStatuses") or []:
+            state = status.get("state", {}).get("terminated") or status.get("lastState", {}).get("terminated")
+            if state and state.get("exitCode", 0) != 0:
+                found.append(
+                    RankFailure(
+                        pod=str(metadata.get("name", "")),
+                        node=str(pod.get("spec", {}).get("nodeName", "")),
+                        container=str(status.get("name", "")),
+                        exit_code=int(state["exitCode"]),
+                        reason=str(state.get("reason") or ""),
+                        finished_at=str(state.get("finishedAt") or ""),
+                    )
+                )
+    return found
+
+
+def first_failures(failures: Collection[RankFailure]) -> list[RankFailure]:
+    """The failures that came first: the culprits. When one rank dies, its groupmates fail after it (a
+    collective or a torch elastic group tears down), so only the earliest failures say which node broke."""
+    timed = [failure for failure in failures if failure.finished_at]
+    if not timed:
+        return sorted(failures, key=lambda failure: failure.pod)
+    earliest = min(failure.finished_at for failure in timed)
+    return [failure for failure in timed if failure.finished_at == earliest]

@@ -31,7 +31,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -150,8 +150,8 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
-def spawn(name: str, argv: list[str], log_path: Path) -> Component:
-    """Start ``argv`` in a new session with stdout/stderr going to ``log_path``."""
+def spawn(name: str, argv: list[str], log_path: Path, env: Mapping[str, str] | None = None) -> Component:
+    """Start ``argv`` in a new session with stdout/stderr going to ``log_path`` (``env`` adds variables)."""
     log_file = log_path.open("ab")
     try:
         process = subprocess.Popen(
@@ -161,6 +161,7 @@ def spawn(name: str, argv: list[str], log_path: Path) -> Component:
             stderr=subprocess.STDOUT,
             start_new_session=True,
             cwd=log_path.parent,
+            env=None if env is None else {**os.environ, **env},
         )
     except BaseException:
         log_file.close()
@@ -198,7 +199,11 @@ def etcd_argv(binary: Path, data_dir: Path, ports: Ports) -> list[str]:
     ]
 
 
-def apiserver_argv(binary: Path, workdir: Path, pki: PkiFiles, token_file: Path, ports: Ports) -> list[str]:
+def apiserver_argv(
+    binary: Path, workdir: Path, pki: PkiFiles, token_file: Path, ports: Ports, *, service_accounts: bool = False
+) -> list[str]:
+    """kube-apiserver's flags; ``service_accounts`` keeps the ServiceAccount admission plugin on (only when a
+    kube-controller-manager runs to create the ``default`` service accounts)."""
     return [
         str(binary),
         f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
@@ -213,7 +218,7 @@ def apiserver_argv(binary: Path, workdir: Path, pki: PkiFiles, token_file: Path,
         "--allow-privileged=true",
         "--authorization-mode=RBAC",
         f"--token-auth-file={token_file}",
-        "--disable-admission-plugins=ServiceAccount",
+        *([] if service_accounts else ["--disable-admission-plugins=ServiceAccount"]),
         f"--service-account-issuer=https://127.0.0.1:{ports.apiserver}/",
         f"--service-account-key-file={pki.sa_public_key}",
         f"--service-account-signing-key-file={pki.sa_private_key}",
@@ -283,8 +288,11 @@ class ControlPlane:
         ready_timeout_s: float = READY_TIMEOUT_S,
         keep_workdir: bool = False,
         progress: Progress = stderr_progress,
+        service_accounts: bool = False,
     ) -> None:
         self._binaries = binaries
+        self._service_accounts = service_accounts
+        self._pki: PkiFiles | None = None
         self._given_workdir = workdir
         self._keep_workdir = keep_workdir or workdir is not None
         self._ready_timeout_s = ready_timeout_s
@@ -311,6 +319,15 @@ class ControlPlane:
     def server(self) -> str:
         """The apiserver URL, ``https://127.0.0.1:<port>``."""
         return self._require(self._server, "server")
+
+    @property
+    def pki(self) -> PkiFiles:
+        """The CA, serving pair and service-account keys this instance issued (other components reuse them)."""
+        return self._require(self._pki, "pki")
+
+    @property
+    def port(self) -> int:
+        return int(self.server.rsplit(":", 1)[1])
 
     @property
     def pids(self) -> dict[str, int]:
@@ -384,6 +401,7 @@ class ControlPlane:
         workdir = self.workdir
         started = time.monotonic()
         pki = write_pki(workdir / "pki")
+        self._pki = pki
         self._ca_cert = pki.ca_cert
         self._token = secrets.token_urlsafe(32)
         token_file = write_token_file(workdir / "tokens.csv", self._token)
@@ -400,7 +418,9 @@ class ControlPlane:
         self._progress(f"starting kube-apiserver on {self._server}")
         apiserver = spawn(
             "kube-apiserver",
-            apiserver_argv(binaries.kube_apiserver, workdir, pki, token_file, ports),
+            apiserver_argv(
+                binaries.kube_apiserver, workdir, pki, token_file, ports, service_accounts=self._service_accounts
+            ),
             workdir / "kube-apiserver.log",
         )
         self._components.append(apiserver)

@@ -65,10 +65,13 @@ class CrdInstallReport:
         return self.apply_seconds + self.establish_seconds
 
 
-def crd_files(versions: Mapping[str, str] | None = None) -> list[Path]:
-    """Every CRD file to install, from the module cache at the pinned versions (plus ours if present)."""
+def crd_files(versions: Mapping[str, str] | None = None, *, argo_major: str = "v3") -> list[Path]:
+    """Every CRD file to install, from the module cache at the pinned versions (plus ours if present).
+
+    ``argo_major`` picks the Argo Workflows line ("v3" or "v4") whose full CRDs are installed."""
     pinned = versions if versions is not None else load_versions()
-    argo = module_dir(pinned["ARGO_V3_MODULE"], pinned["ARGO_V3_VERSION"])
+    key = argo_major.upper()
+    argo = module_dir(pinned[f"ARGO_{key}_MODULE"], pinned[f"ARGO_{key}_VERSION"])
     trainer = module_dir(pinned["TRAINER_MODULE"], pinned["TRAINER_VERSION"])
     jobset = module_dir(pinned["JOBSET_MODULE"], pinned["JOBSET_VERSION"])
     files = sorted((argo / ARGO_CRD_DIR).glob("argoproj.io_*.yaml"))

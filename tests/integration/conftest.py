@@ -10,24 +10,19 @@ Every test collected under this directory is marked ``k8s`` so ``-m "not k8s"`` 
 
 from __future__ import annotations
 
-import re
-import secrets
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kubernetes import client as k8s_client
-from kubernetes.client.exceptions import ApiException
 
 from nvcre_argo.kube.client import KubeClient, connect
 from tests.harness.controlplane import Cluster, ControlPlaneError, start_cluster
 from tests.harness.crds import CrdInstallError, crd_files
+from tests.harness.namespaces import namespace_for_test
 from tests.harness.versions import BUILD_COMMAND, BinaryDirs, HarnessSetupError, binary_dirs
 
 HERE = Path(__file__).resolve().parent
-NAMESPACE_MAX = 63
-SUFFIX_HEX = 3  # bytes -> 6 hex characters
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -71,14 +66,6 @@ def control_plane() -> Iterator[Cluster]:
         cluster.plane.stop()
 
 
-def namespace_name(node_id: str) -> str:
-    """A valid, unique namespace name (RFC 1123 label, at most 63 characters) derived from a test id."""
-    base = re.sub(r"[^a-z0-9]+", "-", node_id.rsplit("/", 1)[-1].lower()).strip("-")
-    suffix = secrets.token_hex(SUFFIX_HEX)
-    base = base[: NAMESPACE_MAX - len(suffix) - 1].rstrip("-") or "test"
-    return f"{base}-{suffix}"
-
-
 @pytest.fixture(scope="module")
 def kube(control_plane: Cluster) -> KubeClient:
     """The product's own client (what `connect` builds) for the test cluster."""
@@ -92,15 +79,5 @@ def namespace(control_plane: Cluster, request: pytest.FixtureRequest) -> Iterato
     No kube-controller-manager runs, so a deleted namespace stays ``Terminating`` with its objects; the
     unique name keeps tests apart regardless.
     """
-    name = namespace_name(request.node.nodeid)
-    with control_plane.api_client() as api:
-        core = k8s_client.CoreV1Api(api)
-        core.create_namespace(k8s_client.V1Namespace(metadata=k8s_client.V1ObjectMeta(name=name)))
-        try:
-            yield name
-        finally:
-            try:
-                core.delete_namespace(name)
-            except ApiException as exc:
-                if exc.status != 404:
-                    raise
+    with control_plane.api_client() as api, namespace_for_test(api, request.node.nodeid) as name:
+        yield name

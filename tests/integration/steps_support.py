@@ -192,9 +192,19 @@ def suspend_trainjob(kube: KubeClient, namespace: str, name: str, *, suspended: 
 
 
 def create_rank_pod(
-    kube: KubeClient, namespace: str, *, name: str, trainjob: str, node: str, exit_code: int, reason: str = "Error"
+    kube: KubeClient,
+    namespace: str,
+    *,
+    name: str,
+    trainjob: str,
+    node: str,
+    exit_code: int,
+    reason: str = "Error",
+    finished_at: str = "2026-01-01T00:00:00Z",
+    replicated_job: str = "node",
 ) -> None:
-    """A rank pod of the TrainJob's JobSet on `node` whose container terminated with `exit_code`."""
+    """A pod of the TrainJob's JobSet (a rank of `replicated_job`) on `node` whose container terminated with
+    `exit_code` at `finished_at`."""
     kube.create(
         {
             "apiVersion": "v1",
@@ -202,7 +212,7 @@ def create_rank_pod(
             "metadata": {
                 "name": name,
                 "namespace": namespace,
-                "labels": {JOBSET_NAME: trainjob, "jobset.sigs.k8s.io/replicatedjob-name": "node"},
+                "labels": {JOBSET_NAME: trainjob, "jobset.sigs.k8s.io/replicatedjob-name": replicated_job},
             },
             "spec": {"nodeName": node, "containers": [{"name": "node", "image": "nccl-tests:test"}]},
         }
@@ -216,7 +226,7 @@ def create_rank_pod(
                 "imageID": "",
                 "ready": False,
                 "restartCount": 0,
-                "state": {"terminated": {"exitCode": exit_code, "reason": reason}},
+                "state": {"terminated": {"exitCode": exit_code, "reason": reason, "finishedAt": finished_at}},
             }
         ],
     }

@@ -32,12 +32,13 @@ import pytest
 from nvcre_argo import contract
 from nvcre_argo.kube.client import Backoff, KubeClient, connect
 from nvcre_argo.kube.resources import CONFIGMAPS, NODES, TRAINING_RUNTIMES, TRAINJOBS
-from nvcre_argo.plan.model import Plan, PlanError
+from nvcre_argo.plan.model import Exclusion, NodeGroup, Plan, PlanError
+from nvcre_argo.plan.storage import plan_from_configmap
 from nvcre_argo.render.certification_workflow import category_arguments
 from nvcre_argo.steps.cleanup import cleanup_step
 from nvcre_argo.steps.context import StepContext
 from nvcre_argo.steps.measurements import measure_log
-from nvcre_argo.steps.planning import plan_step, planned_gpu_values
+from nvcre_argo.steps.planning import plan_configmap, plan_step, planned_gpu_values
 from nvcre_argo.steps.recording import record_step
 from nvcre_argo.steps.running import GroupResult, Measure, RunSettings, run_group
 from tests.harness.controlplane import Cluster
@@ -115,9 +116,12 @@ class Step:
         actions: list[tuple[float, Callable[[], None]]],
         *,
         plan: Plan | None = None,
-        measure: Measure | None = measure_log,
+        measure: Measure | None = None,
+        matched: int | None = None,
     ) -> tuple[GroupResult, Script]:
-        """run_group for one planned group, the cluster changing between polls as `actions` say."""
+        """run_group for one planned group, the cluster changing between polls as `actions` say; measured
+        from the canned NCCL log unless `measure` says otherwise (no kubelet serves pods/log here). `matched`
+        is the plan's candidate count, as the run command passes it, unless the test says otherwise."""
         plan = plan or self.plan()
         (members,) = [item.nodes for item in plan.groups if item.name == group]
         script = Script(self.clock, actions)
@@ -128,8 +132,9 @@ class Step:
             nodes=members,
             gpu=planned_gpu_values(self.kube, self.context),
             settings=RunSettings(poll_seconds=0, clock=self.clock, sleep=script),
-            measure=measure,
+            measure=measure or canned_measure(NCCL_LOG),
             report=self.lines.append,
+            matched=len(plan.candidates) if matched is None else matched,
         )
         return result, script
 
@@ -291,7 +296,8 @@ def test_the_plan_step_groups_real_nodes_and_publishes_the_plan(
     assert configmap["metadata"]["ownerReferences"] == [owner_reference(step.context)]
     group_nodes = json.loads(gzip.decompress(base64.b64decode(configmap["binaryData"]["group-nodes.json.gz"])))
     assert group_nodes == {group: nodes.names(members) for group, members in case.groups.items()}
-    assert Plan.from_json(configmap["data"]["plan.json"]) == plan
+    assert Plan.from_json(gzip.decompress(base64.b64decode(configmap["binaryData"]["plan.json.gz"])).decode()) == plan
+    assert "data" not in configmap, "the plan is stored compressed only"
 
     runtime = kube.get(TRAINING_RUNTIMES, RUNTIME, step.namespace)
     assert runtime is not None, "the TrainingRuntime was not created"
@@ -337,9 +343,8 @@ def test_a_completed_trainjob_passes_the_group_and_is_created_once_as_specified(
     result, script = step.run("g0", [(1, step.complete())])
 
     assert result.succeeded
-    assert [(it.trainjob, it.message, it.failed_nodes) for it in result.iterations] == [
-        (TRAINJOB, f"TrainJob/{TRAINJOB} completed", [])
-    ]
+    completed = f"TrainJob/{TRAINJOB} completed (algBandwidthGBps=200, busBandwidthGBps=375)"
+    assert [(it.trainjob, it.message, it.failed_nodes) for it in result.iterations] == [(TRAINJOB, completed, [])]
     assert script.calls == 1, "the completion was noticed on the next poll"
     (trainjob,) = trainjobs(kube, step.namespace)
     metadata = trainjob["metadata"]
@@ -376,12 +381,29 @@ def test_a_completed_trainjob_passes_the_group_and_is_created_once_as_specified(
                 "iteration": 0,
                 "trainjob": TRAINJOB,
                 "succeeded": True,
-                "message": f"TrainJob/{TRAINJOB} completed",
+                "message": completed,
                 "failed_nodes": [],
-                "measurements": {},
+                "measurements": {"algBandwidthGBps": 200.0, "busBandwidthGBps": 375.0},
             }
         ],
     }
+
+
+def test_a_completed_trainjob_whose_measurement_cannot_be_read_does_not_pass_and_blames_no_node(
+    kube: KubeClient, nodes: NodeSet
+) -> None:
+    nodes.add_many(2)
+    step = make_step(kube, nodes, ALL_REDUCE)
+
+    result, _ = step.run("g0", [(1, step.complete())], measure=measure_log)  # no kubelet: no pod, no log
+
+    assert not result.succeeded
+    (iteration,) = result.iterations
+    assert iteration.failed_nodes == [], "nothing was violated, so no node is blamed"
+    assert iteration.message == (
+        f"TrainJob/{TRAINJOB} completed but its nccl-bandwidth measurement is unavailable: "
+        "the workload left no pod whose log could be read"
+    )
 
 
 # nccl-tests all_reduce_perf_mpi on 16 GPUs (busbw = algbw x 2(n-1)/n = algbw x 1.875); peak busbw 375.00 GB/s.
@@ -397,6 +419,16 @@ NCCL_LOG = """\
 # Avg bus bandwidth    : 279.85
 # Collective test concluded: all_reduce_perf_mpi
 """
+
+
+def canned_measure(log: str) -> Measure:
+    """No kubelet serves pods/log here: measure a canned log in place of the launcher's."""
+
+    def measure(context: StepContext, log_text: str) -> tuple[dict[str, float], list[str]]:
+        del log_text
+        return measure_log(context, log)
+
+    return measure
 
 
 def test_a_completed_group_below_its_bandwidth_threshold_fails_every_node_with_threshold_violation(
@@ -422,17 +454,31 @@ def test_a_completed_group_below_its_bandwidth_threshold_fails_every_node_with_t
     assert all("busBandwidthGBps" in message for _, _, message in failures(result))
 
 
-def test_a_failed_trainjob_fails_every_group_node_naming_the_pod_node_and_exit_code(
-    kube: KubeClient, nodes: NodeSet
-) -> None:
+def test_a_failed_trainjob_blames_only_the_node_whose_rank_failed_first(kube: KubeClient, nodes: NodeSet) -> None:
     members = nodes.add_many(2)
     step = make_step(kube, nodes, ALL_REDUCE)
-    rank0, rank1 = f"{TRAINJOB}-node-0-0-x7k2p", f"{TRAINJOB}-node-0-1-q9w4z"
+    first, later = f"{TRAINJOB}-node-0-1-q9w4z", f"{TRAINJOB}-node-0-0-x7k2p"
 
     def fail() -> None:
-        create_rank_pod(kube, step.namespace, name=rank0, trainjob=TRAINJOB, node=members[0], exit_code=0)
+        # The groupmate's rank fails 5 s after the culprit's (it lost its peer); name order would pick it.
         create_rank_pod(
-            kube, step.namespace, name=rank1, trainjob=TRAINJOB, node=members[1], exit_code=137, reason="OOMKilled"
+            kube,
+            step.namespace,
+            name=later,
+            trainjob=TRAINJOB,
+            node=members[0],
+            exit_code=1,
+            finished_at="2026-01-01T00:00:05Z",
+        )
+        create_rank_pod(
+            kube,
+            step.namespace,
+            name=first,
+            trainjob=TRAINJOB,
+            node=members[1],
+            exit_code=137,
+            reason="OOMKilled",
+            finished_at="2026-01-01T00:00:00Z",
         )
         set_trainjob_condition(
             kube, step.namespace, TRAINJOB, "Failed", "FailedJobs", message="job cert-0-g0-node-0 failed"
@@ -441,13 +487,37 @@ def test_a_failed_trainjob_fails_every_group_node_naming_the_pod_node_and_exit_c
     result, _ = step.run("g0", [(1, fail)])
 
     assert not result.succeeded
-    assert {(node, reason) for node, reason, _ in failures(result)} == {(node, "WorkloadFailed") for node in members}
+    assert {(node, reason) for node, reason, _ in failures(result)} == {(members[1], "WorkloadFailed")}
     (message,) = {message for _, _, message in failures(result)}
     assert message.startswith(f"TrainJob/{TRAINJOB} failed: FailedJobs: job cert-0-g0-node-0 failed; ")
-    assert f"pod {rank1} on node {members[1]}: container node exited 137 (OOMKilled)" in message
-    assert rank0 not in message, "a rank that exited 0 is not the culprit"
+    assert f"first failure: pod {first} on node {members[1]}: container node exited 137 (OOMKilled)" in message
+    assert later not in message, "a rank that failed after the culprit is not named"
     assert "log unavailable" in message, "without a kubelet the log cannot be read, and the message says so"
     assert step.trainjob() is not None, "a finished TrainJob is kept for inspection"
+
+
+def test_a_failure_no_rank_explains_is_recorded_on_every_node_and_says_so(kube: KubeClient, nodes: NodeSet) -> None:
+    members = nodes.add_many(2)
+    step = make_step(kube, nodes, ALL_REDUCE)
+
+    def fail() -> None:
+        # Only the MPI launcher failed (e.g. nccl-tests found corrupted data): no rank points at a node.
+        create_rank_pod(
+            kube,
+            step.namespace,
+            name=f"{TRAINJOB}-launcher-0-0-abcde",
+            trainjob=TRAINJOB,
+            node=members[0],
+            exit_code=1,
+            replicated_job="launcher",
+        )
+        set_trainjob_condition(kube, step.namespace, TRAINJOB, "Failed", "FailedJobs", message="launcher failed")
+
+    result, _ = step.run("g0", [(1, fail)])
+
+    assert {(node, reason) for node, reason, _ in failures(result)} == {(node, "WorkloadFailed") for node in members}
+    (message,) = {message for _, _, message in failures(result)}
+    assert "no rank pod failed, so the failure is not attributed to one node of the group" in message
 
 
 def test_a_node_cordoned_mid_run_is_a_hardware_failure_and_the_trainjob_is_deleted(
@@ -794,13 +864,9 @@ def test_the_plan_command_writes_the_groups_for_argo(
     done = _run_cli("plan", _step_env(control_plane, step.context))
 
     assert done.returncode == 0, done.stderr
-    assert json.loads(Path(contract.GROUPS_FILE).read_text()) == [
-        {"name": "g0", "nodes": nodes.names(["n0", "n1"])},
-        {"name": "g1", "nodes": nodes.names(["n2", "n3"])},
-    ]
-    assert json.loads(Path(contract.OVERFLOW_GROUPS_FILE).read_text()) == [
-        {"name": "g2-overflow", "nodes": nodes.names(["n0", "n4"])}
-    ]
+    # Group names only: the run step reads a group's nodes from the plan ConfigMap.
+    assert json.loads(Path(contract.GROUPS_FILE).read_text()) == ["g0", "g1"]
+    assert json.loads(Path(contract.OVERFLOW_GROUPS_FILE).read_text()) == ["g2-overflow"]
     assert "5 node(s), 0 excluded, 3 group(s)" in done.stdout
     assert kube.get(CONFIGMAPS, f"group-nodes-{uid8(step.context)}", step.namespace) is not None
 
@@ -820,21 +886,162 @@ def test_the_plan_command_fails_with_the_reason_when_nothing_matches(
 def test_the_run_record_and_cleanup_commands_finish_a_category(
     kube: KubeClient, nodes: NodeSet, control_plane: Cluster, output_dir: Path
 ) -> None:
-    members = nodes.add_many(2)
+    nodes.add_many(2)
     step = make_step(kube, nodes, ALL_REDUCE)
     with pytest.raises(StepInterruptedError):
         step.run("g0", [(1, interrupt)])  # the first attempt of the run step was killed ...
     complete_trainjob(kube, step.namespace, TRAINJOB)  # ... and its TrainJob finished meanwhile
 
-    ran = _run_cli("run", _step_env(control_plane, step.context, NVCRE_GROUP="g0", NVCRE_NODES=json.dumps(members)))
+    ran = _run_cli("run", _step_env(control_plane, step.context, NVCRE_GROUP="g0"))
     recorded = _run_cli("record", _step_env(control_plane, step.context))
     cleaned = _run_cli("cleanup", _step_env(control_plane, step.context))
 
-    assert (ran.returncode, recorded.returncode, cleaned.returncode) == (0, 0, 0), (ran.stderr, recorded.stderr)
-    assert f"group g0 iteration 1/1: PASSED: TrainJob/{TRAINJOB} completed" in ran.stdout
+    # No kubelet serves the launcher's log here, so the all-reduce cannot be measured: the honest outcome is
+    # a group that does not pass and a category that fails, with no node blamed.
+    assert (ran.returncode, recorded.returncode, cleaned.returncode) == (1, 1, 0), (ran.stderr, recorded.stderr)
+    assert f"group g0 iteration 1/1: FAILED: TrainJob/{TRAINJOB} completed but its nccl-bandwidth" in ran.stdout
+    assert "group g0 did not pass, no node blamed" in recorded.stdout
     suffix = uid8(step.context)
     assert Path(contract.FAILED_NODES_REF_FILE).read_text() == f"failed-nodes-{suffix}"
     assert Path(contract.SUCCEEDED_NODES_REF_FILE).read_text() == f"succeeded-nodes-{suffix}"
     assert "no unfinished TrainJob to delete" in cleaned.stdout
     (only,) = trainjobs(kube, step.namespace)
     assert only["metadata"]["name"] == TRAINJOB
+
+
+def test_the_run_command_fails_naming_the_groups_when_its_group_is_not_in_the_plan(
+    kube: KubeClient, nodes: NodeSet, control_plane: Cluster, output_dir: Path
+) -> None:
+    nodes.add_many(2)
+    step = make_step(kube, nodes, ALL_REDUCE)
+    step.plan()
+
+    ran = _run_cli("run", _step_env(control_plane, step.context, NVCRE_GROUP="g9"))
+
+    assert ran.returncode == 1
+    assert "the plan has no group 'g9'; its groups: g0" in ran.stderr
+    assert trainjobs(kube, step.namespace) == []
+
+
+# --- scale: requests and sizes ----------------------------------------------------------------------------------
+
+
+class CountingKube(KubeClient):
+    """The product's client on the same connection, recording every request it sends: `(method, path, query)`."""
+
+    def __init__(self, kube: KubeClient) -> None:
+        super().__init__(kube._api, backoff=Backoff(sleep=_no_wait), namespace=kube.namespace)
+        self.sent: list[tuple[str, str, dict[str, Any]]] = []
+
+    def request(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        self.sent.append((method, path, dict(kwargs.get("query") or {})))
+        return super().request(method, path, **kwargs)
+
+    def node_requests(self) -> list[tuple[str, str, dict[str, Any]]]:
+        return [item for item in self.sent if item[1].startswith("/api/v1/nodes")]
+
+
+def test_the_plan_step_lists_only_the_targets_nodes_a_page_at_a_time(kube: KubeClient, nodes: NodeSet) -> None:
+    nodes.add_many(5)
+    for index in range(3):
+        nodes.add(f"other{index}", selector=f"{nodes.prefix}-elsewhere")  # not under this target
+    step = make_step(kube, nodes, ALL_REDUCE, {"nodesPerJob": 5})
+    counting = CountingKube(kube)
+
+    plan = plan_step(counting, step.context, report=step.lines.append, page_size=2)
+
+    assert plan.candidates == tuple(nodes.names(f"n{index}" for index in range(5)))
+    listed = counting.node_requests()
+    # 5 matching nodes in pages of 2: three requests, each filtered by the API server, the later ones continued.
+    assert [query["labelSelector"] for _, _, query in listed] == [f"{SELECTOR_LABEL}={nodes.namespace}"] * 3
+    assert [query["limit"] for _, _, query in listed] == [2, 2, 2]
+    assert [query["continue"] is None for _, _, query in listed] == [True, False, False]
+
+
+@pytest.mark.parametrize(
+    ("matched", "node_requests"),
+    [
+        # The group is the whole target: one LIST through the selector per poll (was one GET per node).
+        pytest.param(None, [("GET", "/api/v1/nodes")], id="a-large-group-is-listed-once"),
+        # The group is a small share of a large target (per-node categories): one GET per node, never a
+        # LIST of the whole target per group.
+        pytest.param(
+            1000,
+            [("GET", "/api/v1/nodes/{n0}"), ("GET", "/api/v1/nodes/{n1}"), ("GET", "/api/v1/nodes/{n2}")],
+            id="a-small-share-of-the-target-is-read-node-by-node",
+        ),
+    ],
+)
+def test_the_health_check_reads_the_group_nodes_with_few_requests_per_poll(
+    kube: KubeClient, nodes: NodeSet, matched: int | None, node_requests: list[tuple[str, str]]
+) -> None:
+    nodes.add_many(3)
+    step = make_step(kube, nodes, ALL_REDUCE)
+    plan = step.plan()
+    counting = CountingKube(kube)
+    step.kube = counting
+    polls: list[list[tuple[str, str, dict[str, Any]]]] = []
+
+    def end_of_poll() -> None:
+        polls.append(list(counting.sent))
+        counting.sent.clear()
+
+    def cordon() -> None:
+        end_of_poll()
+        nodes.cordon("n1")
+
+    result, _ = step.run("g0", [(1, end_of_poll), (1, cordon)], plan=plan, matched=matched)
+
+    assert [(node, reason) for node, reason, _ in failures(result)] == [(nodes.name("n1"), "HardwareFailureDetected")]
+    expected = [
+        (method, path.format(**{short: nodes.name(short) for short in ("n0", "n1", "n2")}))
+        for method, path in node_requests
+    ]
+    # Poll 1 also created the TrainJob; poll 2 is a steady-state poll: the TrainJob, its pods, the nodes.
+    steady = polls[1]
+    assert [(method, path) for method, path, _ in steady if path.startswith("/api/v1/nodes")] == expected
+    assert len(steady) == 2 + len(expected)
+    if matched is None:
+        (listed,) = [query for _, path, query in steady if path == "/api/v1/nodes"]
+        assert listed["labelSelector"] == f"{SELECTOR_LABEL}={nodes.namespace}"
+
+
+def _synthetic_plan(nodes_per_group: int, *, eligible: int = 10_000, excluded: int = 1_000) -> Plan:
+    """`eligible` nodes with 42-character names in groups of `nodes_per_group`, plus `excluded` cordoned nodes
+    (each exclusion carries its full message), as a large cluster's plan would be."""
+    names = [f"gpu-node-{index:05d}.rack-{index // 72:03d}.cluster.local.gpu0" for index in range(eligible + excluded)]
+    assert {len(name) for name in names} == {42}
+    message = (
+        "node is cordoned (spec.unschedulable); taint-select node.kubernetes.io/unschedulable in spec.target "
+        "to certify cordoned nodes"
+    )
+    exclusions = tuple(Exclusion(name, "Cordoned", message) for name in names[eligible:])
+    groups = tuple(
+        NodeGroup(f"g{index}", tuple(names[start : start + nodes_per_group]))
+        for index, start in enumerate(range(0, eligible, nodes_per_group))
+    )
+    return Plan("b200", tuple(sorted(names)), exclusions, groups)
+
+
+@pytest.mark.parametrize("nodes_per_group", [8, 10_000], ids=["8-per-group", "10000-per-group"])
+def test_the_fan_out_item_and_the_plan_configmap_stay_small_at_10000_nodes(
+    kube: KubeClient, namespace: str, nodes_per_group: int
+) -> None:
+    """Measured on what the API server stores and returns: the plan ConfigMap of a 10,000-node plan stays far
+    below the 1 MiB object limit, and a group's withParam item (what Argo copies into node names, annotations
+    and the step's environment) is its name alone, the same bytes for 8 or 10,000 nodes."""
+    context = create_context(kube, namespace, resolve_category(ALL_REDUCE, selector=namespace), WORKFLOW)
+    plan = _synthetic_plan(nodes_per_group)
+
+    stored = kube.create_or_replace(plan_configmap(context, plan))
+    items = json.dumps(plan.withparam_items(overflow=False)).encode()
+    first_item = json.dumps(plan.withparam_items(overflow=False)[0]).encode()
+    configmap_bytes = len(json.dumps(stored).encode())
+    print(
+        f"\n{nodes_per_group} nodes per group: {len(plan.groups)} group(s), fan-out item {len(first_item)} B, "
+        f"withParam {len(items)} B, plan ConfigMap {configmap_bytes} B"
+    )
+
+    assert plan_from_configmap(stored) == plan
+    assert first_item == b'"g0"'
+    assert configmap_bytes < 900 * 1024

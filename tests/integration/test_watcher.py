@@ -30,7 +30,7 @@ from nvcre_argo.cli.main import cli
 from nvcre_argo.controller.leader import LeaseSettings
 from nvcre_argo.controller.observability import Metrics, serve
 from nvcre_argo.controller.reconciler import Reconciler, SubmitSettings
-from nvcre_argo.kube.client import ApiError, KubeClient
+from nvcre_argo.kube.client import DEFAULT_PAGE_SIZE, ApiError, KubeClient
 from nvcre_argo.kube.resources import CERTIFICATIONS, LEASES, WORKFLOWS, Resource
 from nvcre_argo.loading import load_certifications
 from nvcre_argo.names import failed_nodes_configmap, submitted_workflow_name, succeeded_nodes_configmap
@@ -325,11 +325,19 @@ class SlowWorkflowLists(KubeClient):
     """Workflows are listed a second late (they are big objects: with thousands, the list takes that long)."""
 
     def list(
-        self, resource: Resource, namespace: str | None = None, *, label_selector: str | None = None
+        self,
+        resource: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int = DEFAULT_PAGE_SIZE,
     ) -> tuple[list[dict[str, Any]], str]:
         if resource.plural == "workflows":
             time.sleep(1.0)
-        return super().list(resource, namespace, label_selector=label_selector)
+        return super().list(
+            resource, namespace, label_selector=label_selector, field_selector=field_selector, limit=limit
+        )
 
 
 def test_a_restarted_watcher_loses_nothing_rewrites_nothing_and_records_each_transition_once(

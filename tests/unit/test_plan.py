@@ -14,11 +14,14 @@ from typing import Any
 import pytest
 
 from nvcre_argo.api.certification import API_VERSION, KIND
+from nvcre_argo.api.spec import TargetSpec
 from nvcre_argo.catalog.loader import Catalog, load_catalog
 from nvcre_argo.loading import load_certifications
 from nvcre_argo.plan.model import Exclusion, NodeGroup, Plan, PlanError
+from nvcre_argo.plan.nodes import slim_node
 from nvcre_argo.plan.planner import plan_category
-from nvcre_argo.plan.selection import describe_target
+from nvcre_argo.plan.selection import describe_target, target_label_selector
+from nvcre_argo.plan.storage import plan_binary_data, plan_from_configmap
 from nvcre_argo.resolve.category import ResolvedCategory, resolve_certification
 
 H100 = "NVIDIA-H100-80GB-HBM3"
@@ -484,12 +487,103 @@ def test_a_plan_round_trips_through_json_deterministically() -> None:
     assert list(json.loads(text)) == ["architecture", "candidates", "excluded", "groups"]
 
 
-def test_withparam_items_carry_group_names_and_node_names_only() -> None:
+def test_withparam_items_carry_group_names_only() -> None:
     plan = sample_plan()
-    assert plan.withparam_items() == [{"name": "g0", "nodes": ["a", "b"]}, {"name": "g1-overflow", "nodes": ["a", "c"]}]
-    assert plan.withparam_items(overflow=False) == [{"name": "g0", "nodes": ["a", "b"]}]
-    assert plan.withparam_items(overflow=True) == [{"name": "g1-overflow", "nodes": ["a", "c"]}]
+    assert plan.withparam_items() == ["g0", "g1-overflow"]
+    assert plan.withparam_items(overflow=False) == ["g0"]
+    assert plan.withparam_items(overflow=True) == ["g1-overflow"]
     assert plan.eligible == ("a", "b", "c")
+
+
+def test_a_group_is_found_by_name_and_an_unknown_name_is_an_error_listing_the_groups() -> None:
+    plan = sample_plan()
+    assert plan.group("g1-overflow").nodes == ("a", "c")
+    with pytest.raises(PlanError, match=r"the plan has no group 'g7'; its groups: g0, g1-overflow"):
+        plan.group("g7")
+
+
+def test_the_fan_out_items_are_the_same_bytes_for_8_and_10000_nodes_per_group() -> None:
+    def one_group(size: int) -> Plan:
+        names = tuple(f"gpu-node-{index:05d}.cluster.example.internal.x" for index in range(size))
+        return Plan("b200", names, (), (NodeGroup("g0", names),))
+
+    small, large = (json.dumps(one_group(size).withparam_items()).encode() for size in (8, 10_000))
+    assert small == large == b'["g0"]'
+
+
+def test_a_stored_plan_is_compressed_and_reads_back() -> None:
+    plan = sample_plan()
+    binary = plan_binary_data(plan)
+    assert sorted(binary) == ["group-nodes.json.gz", "plan.json.gz"]
+    assert plan_from_configmap({"binaryData": binary}) == plan
+    assert plan_binary_data(plan) == binary  # deterministic: a re-run plan step writes the same object
+
+
+def test_a_plan_stored_uncompressed_by_an_older_version_still_reads_back() -> None:
+    plan = sample_plan()
+    assert plan_from_configmap({"data": {"plan.json": plan.to_json()}}) == plan
+
+
+@pytest.mark.parametrize(
+    ("configmap", "message"),
+    [
+        pytest.param({"data": {}}, r"holds neither binaryData\['plan.json.gz'\] nor data\['plan.json'\]", id="empty"),
+        pytest.param(
+            {"binaryData": {"plan.json.gz": "bm90IGd6aXA="}}, r"binaryData\['plan.json.gz'\]: not gzip", id="not-gzip"
+        ),
+        pytest.param({"binaryData": {"plan.json.gz": "%%%"}}, r"not gzip JSON in base64", id="not-base64"),
+    ],
+)
+def test_a_configmap_without_a_readable_plan_is_a_plan_error(configmap: dict[str, Any], message: str) -> None:
+    with pytest.raises(PlanError, match=message):
+        plan_from_configmap(configmap)
+
+
+def test_a_slim_node_keeps_exactly_what_planning_reads() -> None:
+    node = make_node("n00", clique="rack-1", unschedulable=True, taints=[{"key": "k", "effect": "NoSchedule"}])
+    node["metadata"]["managedFields"] = [{"manager": "kubelet"}]
+    node["status"]["images"] = [{"names": ["big"], "sizeBytes": 1}]
+    node["spec"]["podCIDR"] = "10.0.0.0/24"
+    assert slim_node(node) == {
+        "metadata": {"name": "n00", "labels": node["metadata"]["labels"]},
+        "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}], "unschedulable": True},
+        "status": {"allocatable": {"nvidia.com/gpu": "8"}},
+    }
+    category = resolve(ALL_REDUCE)
+    nodes = [*make_nodes(3), make_node("n03", unschedulable=True), make_node("n04", gpus="2")]
+    assert plan_category([slim_node(item) for item in nodes], category) == plan_category(nodes, category)
+
+
+@pytest.mark.parametrize(
+    ("target", "selector"),
+    [
+        pytest.param({"nodeSelector": GPU_PRESENT}, "nvidia.com/gpu.present=true", id="node-selector"),
+        pytest.param({"nodeSelector": {"b": "2", "a": ""}}, "a=,b=2", id="sorted-keys-and-an-empty-value"),
+        pytest.param(
+            {
+                "matchExpressions": [
+                    {"key": "zone", "operator": "In", "values": ["z2", "z1"]},
+                    {"key": "pool", "operator": "NotIn", "values": ["spare"]},
+                    {"key": "nvidia.com/gpu.clique", "operator": "Exists"},
+                    {"key": "drained", "operator": "DoesNotExist"},
+                ]
+            },
+            "zone in (z1,z2),pool notin (spare),nvidia.com/gpu.clique,!drained",
+            id="match-expressions",
+        ),
+        pytest.param({"nodeNames": ["n00"]}, None, id="node-names-are-not-label-selectable"),
+        pytest.param({"taintSelectors": [{"key": "gpu"}]}, None, id="taints-are-not-label-selectable"),
+        pytest.param(
+            {"nodeSelector": {"bad key": "x", "ok": "has space"}, "matchExpressions": [{"key": "e", "operator": "In"}]},
+            None,
+            id="what-the-syntax-cannot-express-is-left-to-the-python-match",
+        ),
+    ],
+)
+def test_the_target_label_selector_prefilters_what_the_api_server_can(
+    target: dict[str, Any], selector: str | None
+) -> None:
+    assert target_label_selector(TargetSpec.model_validate(target)) == selector
 
 
 @pytest.mark.parametrize(
