@@ -7,8 +7,10 @@ PYTHON := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 EXAMPLE := examples/gpu-cluster-cert.yaml
 PYTEST_ARGS ?= -n 2 --dist loadfile
+# One simulated cluster serves every end-to-end test, so they run in one process (no xdist).
+E2E_ARGS ?= -p no:xdist
 
-.PHONY: help run test lint types contracts unit integration testbin generate check-generated snapshots bench clean
+.PHONY: help run test lint types contracts unit integration e2e demo testbin generate check-generated snapshots bench clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-16s %s\n", $$1, $$2}'
@@ -26,7 +28,8 @@ run: $(STAMP) ## Validate and compile the example Certification with the built-i
 	@echo "Compiled: submit with 'argo submit build/gpu-cluster-cert.yaml' after 'kubectl apply -f workflow_templates/'"
 
 test: lint types contracts check-generated testbin ## Everything CI checks: lint, types, layers, drift, all tests
-	$(PYTHON) -m pytest $(PYTEST_ARGS)
+	$(PYTHON) -m pytest -m 'not e2e' $(PYTEST_ARGS)
+	$(PYTHON) -m pytest -m e2e $(E2E_ARGS)
 
 lint: $(STAMP) ## ruff lint and format check
 	$(VENV)/bin/ruff check nvcre_argo tests
@@ -39,12 +42,18 @@ contracts: $(STAMP) ## Import layers (import-linter)
 	$(VENV)/bin/lint-imports
 
 unit: $(STAMP) ## Unit tests only (no control plane)
-	$(PYTHON) -m pytest -m 'not k8s' $(PYTEST_ARGS)
+	$(PYTHON) -m pytest -m 'not k8s and not e2e' $(PYTEST_ARGS)
 
 integration: $(STAMP) testbin ## Integration tests against a real kube-apiserver + etcd
 	$(PYTHON) -m pytest -m k8s $(PYTEST_ARGS)
 
-testbin: ## Build kube-apiserver, etcd, kcm, scheduler and Argo's linter from Go modules into ~/.cache (once per version)
+e2e: $(STAMP) testbin ## End-to-end tests on the simulated GPU cluster (real Argo, Trainer, JobSet, controllers)
+	$(PYTHON) -m pytest -m e2e $(E2E_ARGS)
+
+demo: $(STAMP) testbin ## Run the example Certification on a simulated GPU cluster and print the report
+	$(PYTHON) -m tests.sim.demo $(DEMO_ARGS)
+
+testbin: ## Build into ~/.cache from Go modules, once per version: etcd, kube-apiserver/-controller-manager/-scheduler, Argo v3+v4 workflow-controller+argoexec, Argo's linter, Trainer, JobSet
 	bash hack/testbin.sh build
 
 generate: $(STAMP) ## Regenerate committed generated files (the CRD, workflow_templates/)
@@ -57,11 +66,12 @@ check-generated: $(STAMP) ## Fail when committed generated files drift from thei
 	@$(VENV)/bin/nvcre-argo templates -o workflow_templates --check
 
 snapshots: $(STAMP) ## Update syrupy snapshots after reviewing the change
-	$(PYTHON) -m pytest -m 'not k8s' --snapshot-update
+	$(PYTHON) -m pytest -m 'not k8s and not e2e' --snapshot-update
 
-bench: $(STAMP) testbin ## Benchmarks that print their figures (compile, watcher)
+bench: $(STAMP) testbin ## Benchmarks that print their figures (compile, watcher, fault isolation)
 	$(PYTHON) -m tests.bench.bench_compile
 	$(PYTHON) -m tests.bench.bench_watch
+	$(PYTHON) -m tests.bench.bench_isolation
 
 clean: ## Remove the virtualenv and caches (not the Go-built binaries in ~/.cache)
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

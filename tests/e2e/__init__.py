@@ -1,0 +1,1 @@
+"""End-to-end tests: compiled Certifications run by Argo's real controller on the simulated GPU cluster."""

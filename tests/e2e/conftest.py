@@ -1,0 +1,107 @@
+"""Fixtures for the end-to-end tests: one simulated GPU cluster per session, one namespace per test.
+
+The cluster (tests/sim/cluster.py) takes about a minute to start, so it is shared; tests stay independent
+by working in their own namespace (their own watcher, Workflows, fault plan and results). Deleting the
+namespace after a test also undoes what its faults did to nodes (the sim kubelet watches for that).
+Missing binaries FAIL the run with the command that builds them: a skipped end-to-end test proves nothing.
+
+Every test collected under this directory is marked ``e2e`` (run by ``make e2e``; ``make unit`` skips them).
+Set ``NVCRE_SIM_KEEP=1`` to keep the cluster's work directory (every component's log) after the session.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kubernetes import client as k8s
+
+from tests.harness.controlplane import ControlPlaneError
+from tests.harness.namespaces import namespace_for_test
+from tests.harness.versions import BUILD_COMMAND, HarnessSetupError
+from tests.sim.cluster import ArgoRelease, SimCluster, gpu_nodes
+
+HERE = Path(__file__).resolve().parent
+NODE_COUNT = 8
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    del signum, frame
+    raise KeyboardInterrupt("SIGTERM")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A SIGTERM (a CI time limit, ``timeout``) ends the run like Ctrl-C, so the session fixtures still stop
+    the simulated cluster: its components run in their own sessions and would outlive a plain exit."""
+    del config
+    signal.signal(signal.SIGTERM, _interrupt)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    del config
+    for item in items:
+        if item.path.is_relative_to(HERE):
+            item.add_marker(pytest.mark.e2e)
+
+
+def start_sim(argo: ArgoRelease) -> SimCluster:
+    """A started simulated cluster, or a test failure that says what is missing."""
+    failure = None
+    try:
+        keep = bool(os.environ.get("NVCRE_SIM_KEEP"))
+        return SimCluster(nodes=gpu_nodes(NODE_COUNT), argo=argo, keep_workdir=keep).start()
+    except HarnessSetupError as exc:
+        failure = f"{exc}; `{BUILD_COMMAND}` builds and downloads what the simulated cluster needs"
+    except ControlPlaneError as exc:
+        failure = str(exc)
+    pytest.fail(failure)
+
+
+class Clusters:
+    """At most one simulated cluster at a time: two would share two cores, and Argo's controller serves
+    its health endpoint on a fixed port. A test asking for another Argo line stops the running cluster."""
+
+    def __init__(self) -> None:
+        self.current: SimCluster | None = None
+
+    def get(self, major: str) -> SimCluster:
+        if self.current is not None and self.current.argo.major == major:
+            return self.current
+        self.stop()
+        self.current = start_sim(ArgoRelease(major))
+        return self.current
+
+    def stop(self) -> None:
+        if self.current is not None:
+            self.current.stop()
+            self.current = None
+
+
+@pytest.fixture(scope="session")
+def clusters() -> Iterator[Clusters]:
+    running = Clusters()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+def sim(clusters: Clusters) -> SimCluster:
+    """The session's simulated cluster with Argo v3.7 (started on first use)."""
+    return clusters.get("v3")
+
+
+@pytest.fixture
+def api(sim: SimCluster) -> Iterator[k8s.ApiClient]:
+    with sim.api_client() as client:
+        yield client
+
+
+@pytest.fixture
+def namespace(api: k8s.ApiClient, request: pytest.FixtureRequest) -> Iterator[str]:
+    with namespace_for_test(api, request.node.nodeid) as name:
+        yield name

@@ -1,0 +1,104 @@
+"""The sim kubelet keeps the kubelet's promises that Argo and the steps rely on.
+
+Pods are created directly (no Workflow), with the step image, so each check isolates one promise:
+activeDeadlineSeconds ends a pod as DeadlineExceeded, a deletion is finished only after the containers
+stopped (and within the grace period), a container's exit code and termination message reach the pod
+status, and a pod's log is readable through the API (pods/log).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from tests.sim import scenario
+from tests.sim.cluster import SimCluster
+
+STEP_IMAGE = "nvcre-argo:0.1.0"
+TIMEOUT_S = 60
+
+
+def make_pod(namespace: str, name: str, script: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "restartPolicy": "Never",
+            "securityContext": {"runAsUser": 65532, "runAsNonRoot": True},
+            "containers": [{"name": "main", "image": STEP_IMAGE, "command": ["sh", "-c", script]}],
+            **spec,
+        },
+    }
+
+
+def pod_status(core: k8s.CoreV1Api, namespace: str, name: str) -> k8s.V1PodStatus | None:
+    try:
+        return core.read_namespaced_pod(name, namespace).status
+    except ApiException as error:
+        if error.status == 404:
+            return None
+        raise
+
+
+def wait_phase(core: k8s.CoreV1Api, namespace: str, name: str, phases: tuple[str, ...]) -> k8s.V1PodStatus:
+    found: k8s.V1PodStatus = scenario.wait_for(
+        f"pod {name} to reach {phases}",
+        lambda: (status := pod_status(core, namespace, name)) is not None and status.phase in phases and status,
+        timeout_s=TIMEOUT_S,
+        describe=lambda: str(pod_status(core, namespace, name)),
+    )
+    return found
+
+
+def test_a_container_exit_code_termination_message_and_log_reach_the_api(
+    sim: SimCluster, api: k8s.ApiClient, namespace: str
+) -> None:
+    del sim
+    core = k8s.CoreV1Api(api)
+    script = "echo hello from $(id -u); echo 'why it failed' > /dev/termination-log; exit 3"
+    core.create_namespaced_pod(namespace, make_pod(namespace, "exits", script))
+
+    status = wait_phase(core, namespace, "exits", ("Failed",))
+    (container,) = status.container_statuses
+    assert container.state.terminated.exit_code == 3
+    assert container.state.terminated.message == "why it failed\n"
+    assert core.read_namespaced_pod_log("exits", namespace, container="main") == "hello from 65532\n"
+
+
+def test_active_deadline_seconds_ends_a_running_pod(sim: SimCluster, api: k8s.ApiClient, namespace: str) -> None:
+    del sim
+    core = k8s.CoreV1Api(api)
+    core.create_namespaced_pod(namespace, make_pod(namespace, "slow", "sleep 600", activeDeadlineSeconds=2))
+
+    status = wait_phase(core, namespace, "slow", ("Failed",))
+    assert status.reason == "DeadlineExceeded"
+
+
+def test_a_deleted_pod_is_removed_only_after_its_container_stopped_within_the_grace_period(
+    sim: SimCluster, api: k8s.ApiClient, namespace: str
+) -> None:
+    del sim
+    core = k8s.CoreV1Api(api)
+    # The container ignores SIGTERM, so only the kubelet's SIGKILL at the end of the grace period stops it.
+    pod = make_pod(namespace, "stubborn", "trap '' TERM; echo up; while true; do sleep 1; done")
+    core.create_namespaced_pod(namespace, pod)
+    wait_phase(core, namespace, "stubborn", ("Running",))
+    scenario.wait_for(
+        "the container to start",
+        lambda: "up" in core.read_namespaced_pod_log("stubborn", namespace),
+        timeout_s=TIMEOUT_S,
+        describe=lambda: "no output",
+    )
+
+    began = time.monotonic()
+    core.delete_namespaced_pod("stubborn", namespace, grace_period_seconds=3)
+    scenario.wait_for(
+        "the pod object to go",
+        lambda: pod_status(core, namespace, "stubborn") is None,
+        timeout_s=TIMEOUT_S,
+        describe=lambda: str(pod_status(core, namespace, "stubborn")),
+    )
+    took = time.monotonic() - began
+    assert 3 <= took < 15, f"the pod went after {took:.1f} s; expected the 3 s grace period, then SIGKILL"

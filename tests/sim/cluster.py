@@ -1,0 +1,448 @@
+"""The simulated GPU cluster: a real control plane and real controllers around fake GPU nodes.
+
+Started once per test session (or by ``make demo``) and torn down with no process left behind:
+
+    etcd + kube-apiserver (tests/harness/controlplane.py, ServiceAccount admission on)
+    kube-controller-manager   Jobs, garbage collection, service accounts, node lifecycle, namespaces
+    kube-scheduler            two profiles: default-scheduler and kai-scheduler (a stand-in for KAI's
+                              queue-aware scheduler; it binds pods but has no gang semantics)
+    JobSet, Kubeflow Trainer  their controllers and webhooks (webhooks are required: JobSet v0.12 panics
+                              on a JobSet its defaulting webhook did not see)
+    Argo workflow-controller  v3.7 or v4.0, out of cluster, watching every namespace
+    sim kubelet               the fake GPU nodes; Argo's pods run as real processes, workloads are
+                              played from a fault plan (tests/sim/kubelet.py)
+
+Every server binds 127.0.0.1; every node and pod address is in 127.0.0.0/8. One PKI (the control plane's CA
+and its 127.0.0.1 serving pair) also serves the webhooks and the kubelet's log endpoint.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import contextlib
+import os
+import shutil
+import socket
+import ssl
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+import nvcre_argo
+from tests.harness.controlplane import (
+    Component,
+    ControlPlane,
+    ControlPlaneError,
+    free_port,
+    log_tail,
+    spawn,
+    stderr_progress,
+)
+from tests.harness.crds import crd_files, install_crds
+from tests.harness.versions import REPO_ROOT, BinaryDirs, binary_dirs, load_versions, module_dir
+from tests.sim.config import ImageSpec, KubeletConfig, NodeSpec
+from tests.sim.listeners import Listener, group_members, listeners
+
+ARGO_NAMESPACE = "argo"
+STEP_IMAGE_PREFIX = "nvcre-argo:"
+START_TIMEOUT_S = 180.0
+POLL_S = 0.5
+HOST_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc")
+JOBSET_WEBHOOKS = "config/components/webhook"
+TRAINER_WEBHOOKS = "manifests/base/webhook/manifests.yaml"
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ArgoRelease:
+    """Which Argo Workflows the cluster runs: the v3.7 or the v4.0 line (both pinned in versions.env)."""
+
+    major: str  # "v3" | "v4"
+
+    def version(self, pinned: dict[str, str]) -> str:
+        return pinned[f"ARGO_{self.major.upper()}_VERSION"]
+
+    def module(self, pinned: dict[str, str]) -> str:
+        return pinned[f"ARGO_{self.major.upper()}_MODULE"]
+
+    def executor_image(self, pinned: dict[str, str]) -> str:
+        return f"argoexec:{self.version(pinned)}"
+
+
+def gpu_nodes(count: int, *, per_clique: int = 4, gpus: int = 8, prefix: str = "gpu-node") -> list[NodeSpec]:
+    """``count`` DGX-like nodes with the labels GPU Feature Discovery would set, in NVLink cliques."""
+    nodes = []
+    for index in range(1, count + 1):
+        clique = (index - 1) // per_clique
+        nodes.append(
+            NodeSpec(
+                name=f"{prefix}-{index}",
+                labels={
+                    "nvidia.com/gpu.present": "true",
+                    "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+                    "nvidia.com/gpu.count": str(gpus),
+                    "nvidia.com/gpu.family": "hopper",
+                    "nvidia.com/gpu.clique": f"sim-cluster.{clique}",
+                    "topology.kubernetes.io/zone": "sim-zone-a",
+                    "sim.nvcre.nvidia.com/rack": f"rack-{clique}",
+                },
+                gpus=gpus,
+                provider_id=f"sim://{prefix}-{index}",
+            )
+        )
+    return nodes
+
+
+def _controller_kubeconfig(plane: ControlPlane, path: Path, namespace: str) -> Path:
+    """The admin kubeconfig with a default namespace (Argo's controller reads its ConfigMap from there)."""
+    config = yaml.safe_load(plane.kubeconfig.read_text(encoding="utf-8"))
+    config["contexts"][0]["context"]["namespace"] = namespace
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    path.chmod(0o600)
+    return path
+
+
+def _wait(what: str, check: Callable[[], bool], components: Sequence[Component], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        for component in components:
+            if component.exited():
+                raise component.failure(f"exited while waiting for {what}")
+        if time.monotonic() > deadline:
+            tails = "\n".join(f"--- {c.name}:\n{log_tail(c.log_path, 15)}" for c in components)
+            raise ControlPlaneError(f"timed out after {timeout_s:.0f} s waiting for {what}\n{tails}")
+        time.sleep(POLL_S)
+
+
+def _tls_listening(port: int) -> bool:
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as raw, context.wrap_socket(raw):
+            return True
+    except OSError:
+        return False
+
+
+def _webhooks(manifests: list[dict[str, Any]], *, prefix: str, port: int, ca_bundle: str) -> Iterator[dict[str, Any]]:
+    """Upstream webhook configurations pointed at a controller on 127.0.0.1 (``clientConfig.url``)."""
+    for manifest in manifests:
+        manifest["metadata"]["name"] = f"{prefix}-{manifest['metadata']['name']}"
+        for hook in manifest["webhooks"]:
+            path = hook["clientConfig"]["service"]["path"]
+            hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca_bundle}
+        yield manifest
+
+
+def _json_patch_replace(manifest: dict[str, Any], patches: list[dict[str, Any]]) -> None:
+    """Apply kustomize's ``op: replace`` patches (the only kind the upstream webhook patches use)."""
+    for patch in patches:
+        if patch["op"] != "replace":
+            raise ValueError(f"unexpected patch op {patch['op']!r}")
+        *parents, last = patch["path"].strip("/").split("/")
+        target: Any = manifest
+        for part in parents:
+            target = target[int(part)] if isinstance(target, list) else target[part]
+        target[int(last) if isinstance(target, list) else last] = patch["value"]
+
+
+class SimCluster:
+    """Start with :meth:`start` (or ``with``); everything stops, reaped, in :meth:`stop`."""
+
+    def __init__(
+        self,
+        *,
+        nodes: Sequence[NodeSpec],
+        argo: ArgoRelease = ArgoRelease("v3"),
+        binaries: BinaryDirs | None = None,
+        progress: Progress = stderr_progress,
+        keep_workdir: bool = False,
+    ) -> None:
+        self.nodes = list(nodes)
+        self.argo = argo
+        self.binaries = binaries or binary_dirs()
+        self.progress = progress
+        self.pinned = load_versions()
+        self.workdir = Path(tempfile.mkdtemp(prefix="nvcre-sim-"))
+        self.plane = ControlPlane(
+            self.binaries, self.workdir / "control-plane", progress=progress, service_accounts=True
+        )
+        self.components: dict[str, Component] = {}
+        self.keep_workdir = keep_workdir
+        self.timings: dict[str, float] = {}
+
+    # ----------------------------------------------------------------------------------------- access
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.plane.kubeconfig
+
+    def api_client(self) -> k8s.ApiClient:
+        return self.plane.api_client()
+
+    @property
+    def executor_image(self) -> str:
+        return self.argo.executor_image(self.pinned)
+
+    # ----------------------------------------------------------------------------------------- lifecycle
+
+    def start(self) -> SimCluster:
+        missing = self.binaries.missing_for_simulation(self.argo.major)
+        if missing:
+            raise ControlPlaneError(f"missing binaries {', '.join(map(str, missing))}; build them with `make testbin`")
+        atexit.register(self.stop)
+        try:
+            self._timed("control plane", self._start_control_plane)
+            self._timed("kube-controller-manager and kube-scheduler", self._start_kube_controllers)
+            self._timed("sim kubelet", self._start_kubelet)
+            self._timed("JobSet", self._start_jobset)
+            self._timed("Trainer", self._start_trainer)
+            self._timed(f"Argo {self.argo.version(self.pinned)}", self._start_argo)
+        except BaseException:
+            self.keep_workdir = True
+            self.stop()
+            raise
+        total = sum(self.timings.values())
+        self.progress(f"simulated cluster ready in {total:.1f} s ({len(self.nodes)} GPU nodes; logs in {self.workdir})")
+        return self
+
+    def _timed(self, what: str, start: Callable[[], None]) -> None:
+        began = time.monotonic()
+        start()
+        self.timings[what] = time.monotonic() - began
+        self.progress(f"{what}: ready in {self.timings[what]:.1f} s")
+
+    def stop(self) -> None:
+        """Stop every component (reverse start order) and the control plane; idempotent."""
+        atexit.unregister(self.stop)
+        for name in reversed(list(self.components)):
+            self.components.pop(name).stop()
+        self.plane.stop()
+        if not self.keep_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> SimCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def listeners(self) -> list[Listener]:
+        """Every TCP listener of the cluster's processes (and their children), as ``ss -ltnp`` would list."""
+        pgids = [component.pid for component in self.components.values()] + list(self.plane.pids.values())
+        return listeners(group_members(pgids))
+
+    def restart_argo(self) -> None:
+        """Kill Argo's controller (SIGKILL, no goodbye) and start a new one: a controller crash mid-run."""
+        component = self.components.pop("workflow-controller")
+        os.killpg(component.pid, 9)
+        component.process.wait()
+        component.log_file.close()
+        self._start_argo()
+
+    # ----------------------------------------------------------------------------------------- components
+
+    def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> Component:
+        component = spawn(name, argv, self.workdir / f"{name}.log", env)
+        self.components[name] = component
+        return component
+
+    def _start_control_plane(self) -> None:
+        self.plane.start()
+        with self.api_client() as api:
+            install_crds(api, crd_files(argo_major=self.argo.major))
+
+    def _start_kube_controllers(self) -> None:
+        kubeconfig, pki = str(self.kubeconfig), self.plane.pki
+        auth = [
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--bind-address=127.0.0.1",
+        ]
+        kcm = self._spawn("kube-controller-manager", [
+            str(self.binaries.k8s / "kube-controller-manager"), *auth, "--leader-elect=false",
+            f"--secure-port={free_port()}", f"--service-account-private-key-file={pki.sa_private_key}",
+            f"--root-ca-file={pki.ca_cert}", "--controllers=*", "--use-service-account-credentials=false",
+        ])  # fmt: skip
+        scheduler_config = self.workdir / "scheduler.yaml"
+        scheduler_config.write_text(yaml.safe_dump({
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "clientConnection": {"kubeconfig": kubeconfig},
+            "leaderElection": {"leaderElect": False},
+            "profiles": [{"schedulerName": "default-scheduler"}, {"schedulerName": "kai-scheduler"}],
+        }), encoding="utf-8")  # fmt: skip
+        scheduler = self._spawn("kube-scheduler", [
+            str(self.binaries.k8s / "kube-scheduler"), f"--config={scheduler_config}", *auth[1:],
+            f"--secure-port={free_port()}",
+        ])  # fmt: skip
+        with self.api_client() as api:
+            core = k8s.CoreV1Api(api)
+            _wait("the default service account", lambda: _exists(lambda: core.read_namespaced_service_account(
+                "default", "default")), [kcm, scheduler], START_TIMEOUT_S)  # fmt: skip
+            core.create_namespace({"metadata": {"name": ARGO_NAMESPACE}})
+
+    def _start_kubelet(self) -> None:
+        pki = self.plane.pki
+        step_image = f"{STEP_IMAGE_PREFIX}{_package_version()}"
+        venv_bin = str(Path(sys.executable).parent)
+        config = KubeletConfig(
+            kubeconfig=str(self.kubeconfig),
+            workdir=str(self.workdir / "kubelet"),
+            apiserver_port=self.plane.port,
+            log_port=free_port(),
+            log_cert=str(pki.serving_cert),
+            log_key=str(pki.serving_key),
+            nodes=self.nodes,
+            images={
+                self.executor_image: ImageSpec(
+                    binds=[(str(self.binaries.argo_dir(self.argo.major)), "/argo-bin")],
+                    path="/argo-bin:/usr/bin:/bin",
+                    entrypoint=["argoexec"],
+                ),
+                step_image: ImageSpec(
+                    binds=[(str(REPO_ROOT), str(REPO_ROOT)), (sys.base_prefix, sys.base_prefix)],
+                    path=f"{venv_bin}:/usr/bin:/bin",
+                    entrypoint=["nvcre-argo"],
+                ),
+            },
+            host_binds=[(path, path) for path in HOST_SYSTEM_DIRS if Path(path).exists()],
+            sandbox_python=sys.executable,
+        )
+        Path(config.workdir).mkdir(parents=True)
+        config_path = config.write(self.workdir / "kubelet.json")
+        kubelet = self._spawn("sim-kubelet", [sys.executable, "-m", "tests.sim.kubelet", str(config_path)],
+                              env={"PYTHONPATH": str(REPO_ROOT)})  # fmt: skip
+        with self.api_client() as api:
+            core = k8s.CoreV1Api(api)
+            names = {node.name for node in self.nodes}
+
+            def all_ready() -> bool:
+                ready = {
+                    node.metadata.name
+                    for node in core.list_node().items
+                    if any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+                }
+                return names <= ready
+
+            _wait(f"{len(names)} nodes Ready", all_ready, [kubelet], START_TIMEOUT_S)
+
+    def _serving_pair(self, name: str) -> Path:
+        directory = self.workdir / name / "certs"
+        directory.mkdir(parents=True)
+        shutil.copy(self.plane.pki.serving_cert, directory / "tls.crt")
+        shutil.copy(self.plane.pki.serving_key, directory / "tls.key")
+        return directory
+
+    def _ca_bundle(self) -> str:
+        return base64.b64encode(self.plane.pki.ca_cert.read_bytes()).decode()
+
+    def _register_webhooks(self, manifests: Iterator[dict[str, Any]]) -> None:
+        with self.api_client() as api:
+            admission = k8s.AdmissionregistrationV1Api(api)
+            for manifest in manifests:
+                if manifest["kind"] == "MutatingWebhookConfiguration":
+                    admission.create_mutating_webhook_configuration(manifest)
+                else:
+                    admission.create_validating_webhook_configuration(manifest)
+
+    def _start_jobset(self) -> None:
+        port, health = free_port(), free_port()
+        certs = self._serving_pair("jobset")
+        config = self.workdir / "jobset" / "config.yaml"
+        config.write_text(yaml.safe_dump({
+            "apiVersion": "config.jobset.x-k8s.io/v1alpha1",
+            "kind": "Configuration",
+            "leaderElection": {"leaderElect": False},
+            "internalCertManagement": {"enable": False},
+            "webhook": {"host": "127.0.0.1", "port": port, "certDir": str(certs)},
+            "metrics": {"bindAddress": "0"},
+            "health": {"healthProbeBindAddress": f"127.0.0.1:{health}"},
+        }), encoding="utf-8")  # fmt: skip
+        component = self._spawn("jobset", [
+            str(self.binaries.jobset / "jobset"), f"--kubeconfig={self.kubeconfig}", f"--config={config}",
+            "--metrics-bind-address=0", f"--health-probe-bind-address=127.0.0.1:{health}",
+        ])  # fmt: skip
+        _wait("JobSet's webhook", lambda: _tls_listening(port), [component], START_TIMEOUT_S)
+        base = module_dir(self.pinned["JOBSET_MODULE"], self.pinned["JOBSET_VERSION"]) / JOBSET_WEBHOOKS
+        manifests = list(yaml.safe_load_all((base / "manifests.yaml").read_text(encoding="utf-8")))
+        manifests = [m for m in manifests if m]
+        for manifest, patch in zip(manifests, ("mutating-patch.yaml", "validating-patch.yaml"), strict=True):
+            _json_patch_replace(manifest, yaml.safe_load((base / "patches" / patch).read_text(encoding="utf-8")))
+        self._register_webhooks(_webhooks(manifests, prefix="jobset", port=port, ca_bundle=self._ca_bundle()))
+
+    def _start_trainer(self) -> None:
+        port, health = free_port(), free_port()
+        certs = self._serving_pair("trainer")
+        tmp = certs.parent / "tmp" / "k8s-webhook-server"
+        tmp.mkdir(parents=True)
+        shutil.copytree(certs, tmp / "serving-certs")
+        config = self.workdir / "trainer" / "config.yaml"
+        config.write_text(yaml.safe_dump({
+            "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
+            "kind": "Configuration",
+            "health": {"healthProbeBindAddress": f"127.0.0.1:{health}"},
+            "metrics": {"bindAddress": "0"},
+            "webhook": {"host": "127.0.0.1", "port": port},
+            "leaderElection": {"leaderElect": False},
+            "certManagement": {"enable": False},
+        }), encoding="utf-8")  # fmt: skip
+        component = self._spawn("trainer", [
+            str(self.binaries.trainer / "trainer-controller-manager"), f"--kubeconfig={self.kubeconfig}",
+            f"--config={config}", "--feature-gates=TrainJobStatus=false",
+        ], env={"TMPDIR": str(certs.parent / "tmp")})  # fmt: skip
+        _wait("Trainer's webhook", lambda: _tls_listening(port), [component], START_TIMEOUT_S)
+        path = module_dir(self.pinned["TRAINER_MODULE"], self.pinned["TRAINER_VERSION"]) / TRAINER_WEBHOOKS
+        manifests = [m for m in yaml.safe_load_all(path.read_text(encoding="utf-8")) if m]
+        self._register_webhooks(_webhooks(manifests, prefix="trainer", port=port, ca_bundle=self._ca_bundle()))
+
+    def _start_argo(self) -> None:
+        with self.api_client() as api:
+            core = k8s.CoreV1Api(api)
+            with contextlib.suppress(ApiException):
+                core.create_namespaced_config_map(ARGO_NAMESPACE, {
+                    "metadata": {"name": "workflow-controller-configmap"},
+                    "data": {"metricsConfig": "enabled: false\n", "telemetryConfig": "enabled: false\n"},
+                })  # fmt: skip
+        kubeconfig = _controller_kubeconfig(self.plane, self.workdir / "argo-kubeconfig", ARGO_NAMESPACE)
+        component = self._spawn("workflow-controller", [
+            str(self.binaries.argo_dir(self.argo.major) / "workflow-controller"), f"--kubeconfig={kubeconfig}",
+            f"--namespace={ARGO_NAMESPACE}", f"--executor-image={self.executor_image}",
+            "--configmap=workflow-controller-configmap", "--loglevel=info",
+        ], env={"LEADER_ELECTION_DISABLE": "true"})  # fmt: skip
+        _wait("Argo's controller", lambda: _http_ok("http://127.0.0.1:6060/healthz"), [component], START_TIMEOUT_S)
+
+
+def _exists(read: Callable[[], object]) -> bool:
+    try:
+        read()
+    except ApiException as error:
+        if error.status == 404:
+            return False
+        raise
+    return True
+
+
+def _http_ok(url: str) -> bool:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url, timeout=1) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def _package_version() -> str:
+    return nvcre_argo.__version__

@@ -1,0 +1,132 @@
+"""Play a workload pod from its fault-plan script: the sim kubelet's stand-in for a GPU container.
+
+``tests/sim/workload.py`` decides what the pod does (pure); this module carries it out on a
+:class:`~tests.sim.pods.PodRunner`: init containers complete at once, the containers run, log lines are
+appended to the first container's log as the script emits them, waits honour deletion and
+``activeDeadlineSeconds``, and node effects go through the kubelet. The script is computed once every
+pod of the pod's own Job is bound, so it knows which nodes its group really runs on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from tests.sim import podspec
+from tests.sim.faults import FaultPlan, load_fault_plan
+from tests.sim.pods import PodRunner, now_rfc3339
+from tests.sim.workload import Exit, Log, MarkNode, Ready, RunForever, Wait, script_for
+
+JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
+REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+LAUNCHER = "launcher"
+PEER_WAIT_SECONDS = 30.0
+PEER_POLL_SECONDS = 0.5
+
+
+class Kubelet(Protocol):
+    def mark(self, node: str, namespace: str, change: Mapping[str, Any]) -> None: ...
+
+    def next_attempt(self, namespace: str, node: str) -> int: ...
+
+    def attempts_so_far(self, namespace: str, node: str) -> int: ...
+
+
+def group_nodes(core: k8s.CoreV1Api, pod: dict[str, Any]) -> list[str]:
+    """The nodes of the pod's group: where the JobSet's ranks (every pod but an MPI launcher) are bound.
+
+    Waits, bounded, until every pod of the pod's own Job is bound, so ranks started a moment apart agree.
+    """
+    labels = pod["metadata"].get("labels", {})
+    jobset, job = labels.get(JOBSET_LABEL), labels.get(JOB_NAME_LABEL)
+    namespace = pod["metadata"]["namespace"]
+    if not jobset:
+        return [pod["spec"]["nodeName"]]
+    expected = _parallelism(k8s.BatchV1Api(core.api_client), namespace, job) if job else 1
+    deadline = time.monotonic() + PEER_WAIT_SECONDS
+    while True:
+        pods = core.list_namespaced_pod(namespace, label_selector=f"{JOBSET_LABEL}={jobset}").items
+        mine = [p for p in pods if (p.metadata.labels or {}).get(JOB_NAME_LABEL) == job and p.spec.node_name]
+        if len(mine) >= expected or time.monotonic() > deadline:
+            ranks = {
+                p.spec.node_name
+                for p in pods
+                if p.spec.node_name and (p.metadata.labels or {}).get(REPLICATED_JOB_LABEL) != LAUNCHER
+            }
+            return sorted(ranks) or [pod["spec"]["nodeName"]]
+        time.sleep(PEER_POLL_SECONDS)
+
+
+def _parallelism(batch: k8s.BatchV1Api, namespace: str, job: str) -> int:
+    try:
+        found = batch.read_namespaced_job(job, namespace)
+    except ApiException:
+        return 1
+    return int(found.spec.parallelism or 1)
+
+
+def play_workload(runner: PodRunner, *, plan_text: str, kubelet: Kubelet) -> None:
+    plan = load_fault_plan(plan_text) if plan_text.strip() else FaultPlan()
+    runner.logs_refused = not plan.defaults.logs_readable
+    now = now_rfc3339()
+    for run in runner.init_containers:
+        run.started_at = now
+        run.state = podspec.terminated(0, started_at=now, finished_at=now)
+    peers = group_nodes(runner.core, runner.pod)
+    if runner.pod["metadata"].get("labels", {}).get(REPLICATED_JOB_LABEL) == LAUNCHER:
+        # The launcher starts after its ranks: their attempt (already counted) is the one it plays out.
+        attempt = max((kubelet.attempts_so_far(runner.namespace, node) for node in peers), default=1) - 1
+    else:
+        attempt = kubelet.next_attempt(runner.namespace, runner.node)
+    script = script_for(runner.pod, peers=peers, plan=plan, attempt=max(attempt, 0))
+    for run in runner.containers:
+        run.started_at = now_rfc3339()
+        run.state = podspec.running(run.started_at)
+        run.ready = True
+    runner.phase = "Running"
+    runner.publish()
+    log_path = runner.containers[0].log_path
+    for step in script.steps:
+        if runner.stopping.is_set() or runner.deadline_exceeded():
+            break
+        if isinstance(step, Log):
+            with log_path.open("a", encoding="utf-8") as handle:
+                handle.write(step.text if step.text.endswith("\n") else step.text + "\n")
+        elif isinstance(step, Wait):
+            _sleep(runner, step.seconds)
+        elif isinstance(step, Ready):
+            runner.publish()
+        elif isinstance(step, MarkNode):
+            kubelet.mark(step.node, runner.namespace, step.change)
+        elif isinstance(step, RunForever):
+            _sleep(runner, float("inf"))
+        elif isinstance(step, Exit):
+            _terminate_all(runner, step.code, step.reason)
+            runner.finish()
+            return
+    _terminate_all(runner, 143 if runner.stopping.is_set() else 137)
+    runner.finish()
+
+
+def _sleep(runner: PodRunner, seconds: float) -> None:
+    """Sleep, waking for deletion or the pod's deadline."""
+    end = time.monotonic() + seconds
+    while not runner.stopping.is_set() and not runner.deadline_exceeded():
+        left = end - time.monotonic()
+        if left <= 0:
+            return
+        runner.stopping.wait(min(left, 0.5))
+
+
+def _terminate_all(runner: PodRunner, code: int, reason: str = "") -> None:
+    finished = now_rfc3339()
+    for run in runner.containers:
+        if not run.finished:
+            started = run.started_at or finished
+            run.state = podspec.terminated(code, started_at=started, finished_at=finished, reason=reason)
+            run.ready = False

@@ -1,0 +1,962 @@
+"""What a workload pod on a simulated GPU node does under a fault plan (pure): its `Script`.
+
+Why a pure script: the sim kubelet (`tests/sim/player.py`) only carries steps out (append to the log, wait,
+become Ready, mark the node, exit or run until deleted); every decision a test relies on (which pod fails
+first, what the logs say, which number the product will measure) is made here from the pod object, its
+group's nodes, the fault plan and the attempt number, so it can be unit-tested without a cluster and the
+product's own parsers can be run over the generated logs.
+
+Roles, from the pod exactly as the API returns it (see `workload_kind`):
+- `nccl-launcher`: the MPI launcher (`jobset.sigs.k8s.io/replicatedjob-name: launcher`, or `mpirun` in its
+  command) running an nccl-tests binary across the group; it prints the results.
+- `mpi-worker`: an MPI `node` pod running `sshd`; Ready at once, runs until deleted.
+- `nccl-single-node`: an nccl-tests binary run directly in a one-node job (the loopback entries).
+- `megatron-training`: a torch `node` pod running torchrun/Megatron-LM; the last rank (highest
+  `batch.kubernetes.io/job-completion-index`) prints Megatron's `training_log` lines.
+- `dcgm-diag`: `dcgmi diag`; the verdict is the exit code.
+- `generic`: anything else; exits 0 after `durationSeconds`.
+
+Group semantics (what the product must attribute): a collective runs at the speed of its slowest member, so
+NCCL bus bandwidth is the MIN over the group's nodes, TFLOP/s the MIN and step time the MAX. A crash ends the
+crashing pod first (at its `afterSeconds`); everything it takes down ends `PEER_TEARDOWN_SECONDS` later, never
+before (a training peer reports the lost peer; the MPI launcher reports mpirun's abort; MPI workers keep
+running until deleted). A hang or stall blocks the whole collective forever; a hang prints its first
+result/iteration first, a stall never does. A `health`/`notready` node is marked by its own pod only (the
+launcher never marks), and the whole group's run is stretched to `durationSeconds + afterSeconds +
+HEALTH_GRACE_SECONDS` so the product's health monitor sees the mark before the workload could succeed.
+`datacheck` only changes nccl-tests output (wrong values, exit 1); training and DCGM ignore it. A crash
+outweighs a hang/stall, which outweighs completion.
+
+Time: `Wait` steps are real seconds for the kubelet (scaled by the plan's `durationSeconds`, a few seconds).
+Timestamps printed inside logs are virtual: they start at the fixed `LOG_EPOCH` and follow the simulated
+work (e.g. Megatron's lines are one step time apart per iteration), so they are consistent with the numbers
+in the log, deterministic, and unrelated to the wall clock. Nothing here reads a clock or random numbers.
+
+Hosts in nccl-tests' `# Rank` lines and in mpirun/NCCL messages are node names (the pods' hostnames would
+be JobSet's `<jobset>-node-0-<i>`, which the peers list does not carry), so a test can tie a message to a node.
+
+`attempt` (for `transient`) counts the workloads the pod's own node has run under this plan; groupmates are
+assumed to be on the same attempt (true when every group reruns together, as retries do).
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from pathlib import PurePosixPath
+from typing import Any, Final, Literal
+
+from tests.sim.faults import HEALTHY, FaultPlan, NodeFault
+
+JOBSET_NAME_LABEL: Final = "jobset.sigs.k8s.io/jobset-name"
+REPLICATED_JOB_LABEL: Final = "jobset.sigs.k8s.io/replicatedjob-name"
+COMPLETION_INDEX: Final = "batch.kubernetes.io/job-completion-index"
+GPU_RESOURCE: Final = "nvidia.com/gpu"
+LAUNCHER: Final = "launcher"
+
+PEER_TEARDOWN_SECONDS: Final = 2.0
+HEALTH_GRACE_SECONDS: Final = 30.0
+LOG_EPOCH: Final = datetime(2026, 1, 1, 0, 0, 0)
+TRAINING_START: Final = LOG_EPOCH + timedelta(seconds=60)  # after a minute of initialisation
+DEFAULT_TRAIN_ITERS: Final = 20
+DEFAULT_LOG_INTERVAL: Final = 5
+DEFAULT_GLOBAL_BATCH_SIZE: Final = 32
+DEFAULT_NCCL_MIN_BYTES: Final = 8
+DEFAULT_NCCL_MAX_BYTES: Final = 64 << 20
+MAX_NCCL_ROWS: Final = 64
+WARMUP_FACTOR: Final = 5.0  # Megatron's first iteration (initialisation, compilation) vs a steady one
+NCCL_LATENCY_US: Final = 30.0
+PID_BASE: Final = 4000
+GPU_NAME: Final = "NVIDIA H100 80GB HBM3"
+
+
+# --------------------------------------------------------------------------------------------- steps
+
+
+@dataclass(frozen=True)
+class Log:
+    """Append `text` to the container's log: one or more whole lines, each ending in a newline."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Wait:
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Ready:
+    """The pod becomes Ready from here on (JobSet's `dependsOn: Ready` gates the MPI launcher on it)."""
+
+
+@dataclass(frozen=True)
+class Exit:
+    """The container terminates; `reason` is its terminated reason (`Completed`, `Error`, `OOMKilled`)."""
+
+    code: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class RunForever:
+    """Keep running until the pod is deleted."""
+
+
+@dataclass(frozen=True)
+class MarkNode:
+    """Change the Node object, in the sim kubelet's shape: `{"taint": {key, value?, effect}}` (add the taint),
+    `{"condition": {type, status, reason?, message?}}` (set the condition) or `{"not_ready": True}` (Ready=False,
+    stop heartbeats)."""
+
+    node: str
+    change: Mapping[str, Any]
+
+
+Step = Log | Wait | Ready | Exit | RunForever | MarkNode
+Terminal = Exit | RunForever
+
+
+class WorkloadKind(enum.StrEnum):
+    NCCL_LAUNCHER = "nccl-launcher"
+    MPI_WORKER = "mpi-worker"
+    NCCL_SINGLE_NODE = "nccl-single-node"
+    MEGATRON_TRAINING = "megatron-training"
+    DCGM_DIAG = "dcgm-diag"
+    GENERIC = "generic"
+
+
+@dataclass(frozen=True)
+class Script:
+    """The ordered steps of one pod's main container; exactly one terminal step (`Exit` or `RunForever`), last."""
+
+    kind: WorkloadKind
+    steps: tuple[Step, ...]
+
+    def __post_init__(self) -> None:
+        terminals = [index for index, step in enumerate(self.steps) if isinstance(step, Exit | RunForever)]
+        if terminals != [len(self.steps) - 1]:
+            raise ValueError(f"a script ends with exactly one Exit or RunForever: {self.steps}")
+        if sum(isinstance(step, Ready) for step in self.steps) > 1:
+            raise ValueError("a pod becomes Ready at most once")
+
+    def __iter__(self) -> Iterator[Step]:
+        return iter(self.steps)
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def timeline(self) -> list[tuple[float, Step]]:
+        """Every step with the second (from the container's start) at which it happens."""
+        now, timed = 0.0, []
+        for step in self.steps:
+            timed.append((now, step))
+            if isinstance(step, Wait):
+                now = round(now + step.seconds, 6)
+        return timed
+
+    @property
+    def ready_after_seconds(self) -> float | None:
+        return next((at for at, step in self.timeline() if isinstance(step, Ready)), None)
+
+    @property
+    def terminal(self) -> Terminal:
+        last = self.steps[-1]
+        assert isinstance(last, Exit | RunForever)
+        return last
+
+    @property
+    def exit(self) -> Exit | None:
+        return self.terminal if isinstance(self.terminal, Exit) else None
+
+    @property
+    def ends_after_seconds(self) -> float | None:
+        """When the container terminates; None when it runs until deleted."""
+        return self.timeline()[-1][0] if self.exit is not None else None
+
+    @property
+    def log(self) -> str:
+        """The container's whole log once the script has run."""
+        return "".join(step.text for step in self.steps if isinstance(step, Log))
+
+    @property
+    def marks(self) -> list[tuple[float, MarkNode]]:
+        return [(at, step) for at, step in self.timeline() if isinstance(step, MarkNode)]
+
+
+# --------------------------------------------------------------------------------------------- roles
+
+_NCCL_BINARY = re.compile(r"^(?P<test>[a-z_]+?)_perf(?:_mpi)?$")
+_TRAINING_WORDS = ("torchrun", "pretrain_gpt.py", "pretrain_gpt", "megatron")
+
+
+def workload_kind(pod: Mapping[str, Any]) -> WorkloadKind:
+    """Recognise what the pod runs from its main (first) container's command and args, and its JobSet role.
+
+    - a word `dcgmi` → DCGM diagnostics;
+    - an nccl-tests binary (`<test>_perf` or `<test>_perf_mpi`) → the MPI launcher when the pod is the
+      `launcher` replicated job or runs `mpirun`, else a single-node NCCL test;
+    - `sshd` (the MPI worker's `exec /usr/sbin/sshd -De`) → an MPI worker;
+    - `torchrun`, `pretrain_gpt.py` or anything naming Megatron → Megatron-LM training;
+    - anything else → generic.
+    Words are the whitespace-separated pieces of command and args (shell scripts included), unquoted, and
+    compared by their last path component.
+    """
+    tokens = _tokens(_main_container(pod))
+    names = {PurePosixPath(token).name for token in tokens if token}
+    if "dcgmi" in names:
+        return WorkloadKind.DCGM_DIAG
+    if _nccl_binary_index(tokens) is not None:
+        if "mpirun" in names or _labels(pod).get(REPLICATED_JOB_LABEL) == LAUNCHER:
+            return WorkloadKind.NCCL_LAUNCHER
+        return WorkloadKind.NCCL_SINGLE_NODE
+    if "sshd" in names:
+        return WorkloadKind.MPI_WORKER
+    if any(word in token.lower() for token in tokens for word in _TRAINING_WORDS):
+        return WorkloadKind.MEGATRON_TRAINING
+    return WorkloadKind.GENERIC
+
+
+def script_for(pod: Mapping[str, Any], *, peers: Sequence[str], plan: FaultPlan, attempt: int) -> Script:
+    """What this pod does, in order.
+
+    `pod` is the pod as the API returns it, bound (`spec.nodeName` set). `peers` are the nodes the pod's group
+    does its GPU work on: the nodes of the JobSet's ranks (every pod but an MPI launcher), sorted; duplicates
+    are ignored, and a rank pod's own node counts even when missing. The MPI launcher's own node takes part
+    only if it is listed (the launcher runs no GPU work, so its node's fault does not affect it). `attempt` is 0
+    for the first workload the pod's node runs under this plan, 1 for the next, ...
+    """
+    node = _node_name(pod)
+    kind = workload_kind(pod)
+    context = _Pod(pod, node, _tokens(_main_container(pod)), _env(_main_container(pod)))
+    if kind is WorkloadKind.NCCL_LAUNCHER:
+        group = _Group.of(peers or [node], plan, attempt)
+        return _nccl_script(kind, context, group, _outcome(group, None))
+    if kind is WorkloadKind.MPI_WORKER:
+        return _mpi_worker_script(kind, context, _effective(plan.fault_for(node), attempt))
+    if kind is WorkloadKind.MEGATRON_TRAINING:
+        group = _Group.of([*peers, node], plan, attempt)
+        return _training_script(kind, context, group, _outcome(group, node))
+    group = _Group.of([node], plan, attempt)
+    outcome = _outcome(group, node)
+    if kind is WorkloadKind.NCCL_SINGLE_NODE:
+        return _nccl_script(kind, context, group, outcome)
+    if kind is WorkloadKind.DCGM_DIAG:
+        return _dcgm_script(kind, context, group, outcome)
+    return _generic_script(kind, context, group, outcome)
+
+
+# --------------------------------------------------------------------------------------------- the pod
+
+
+@dataclass(frozen=True)
+class _Pod:
+    manifest: Mapping[str, Any]
+    node: str
+    tokens: tuple[str, ...]
+    env: Mapping[str, str]
+
+    def option(self, *names: str, start: int = 0, stop: int | None = None) -> str | None:
+        """The value after the first of `names` (or `name=value`) in tokens[start:stop], env references
+        resolved; None when absent or not knowable."""
+        for index in range(start, len(self.tokens) if stop is None else stop):
+            token = self.tokens[index]
+            for name in names:
+                if token == name and index + 1 < len(self.tokens):
+                    return _expand(self.tokens[index + 1], self.env)
+                if token.startswith(f"{name}="):
+                    return _expand(token[len(name) + 1 :], self.env)
+        return None
+
+    def number(self, *names: str, start: int = 0, stop: int | None = None) -> int | None:
+        value = self.option(*names, start=start, stop=stop)
+        return int(value) if value is not None and value.isdigit() else None
+
+    @property
+    def gpus(self) -> int | None:
+        limits = _main_container(self.manifest).get("resources", {}).get("limits", {})
+        value = str(limits.get(GPU_RESOURCE, ""))
+        return int(value) if value.isdigit() else None
+
+    @property
+    def jobset(self) -> str:
+        return _labels(self.manifest).get(JOBSET_NAME_LABEL, str(self.manifest.get("metadata", {}).get("name", "")))
+
+
+def _node_name(pod: Mapping[str, Any]) -> str:
+    node = pod.get("spec", {}).get("nodeName")
+    if not node:
+        raise ValueError("the pod is not bound to a node (spec.nodeName is empty)")
+    return str(node)
+
+
+def _labels(pod: Mapping[str, Any]) -> Mapping[str, str]:
+    labels: Mapping[str, str] = pod.get("metadata", {}).get("labels") or {}
+    return labels
+
+
+def _main_container(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    containers = pod.get("spec", {}).get("containers") or [{}]
+    container: Mapping[str, Any] = containers[0]
+    return container
+
+
+def _tokens(container: Mapping[str, Any]) -> tuple[str, ...]:
+    words = [*(container.get("command") or []), *(container.get("args") or [])]
+    pieces = (piece.strip("\"'\\;") for word in words for piece in str(word).split())
+    return tuple(piece for piece in pieces if piece)
+
+
+def _env(container: Mapping[str, Any]) -> dict[str, str]:
+    return {
+        str(item["name"]): str(item["value"])
+        for item in container.get("env") or []
+        if "name" in item and isinstance(item.get("value"), str)
+    }
+
+
+_REFERENCE = re.compile(r"^\$\{?(?P<name>[A-Za-z_][A-Za-z0-9_]*)\}?$")
+
+
+def _expand(token: str, env: Mapping[str, str]) -> str | None:
+    """A literal, or a whole-word `$NAME`/`${NAME}` from the container's env; None when it cannot be known."""
+    match = _REFERENCE.match(token)
+    if match is None:
+        return token
+    return env.get(match["name"])
+
+
+def _completion_index(pod: Mapping[str, Any]) -> int:
+    metadata = pod.get("metadata", {})
+    value = (metadata.get("annotations") or {}).get(COMPLETION_INDEX, _labels(pod).get(COMPLETION_INDEX, "0"))
+    return int(value) if str(value).isdigit() else 0
+
+
+def _nccl_binary_index(tokens: Sequence[str]) -> int | None:
+    for index, token in enumerate(tokens):
+        if _NCCL_BINARY.match(PurePosixPath(token).name):
+            return index
+    return None
+
+
+# --------------------------------------------------------------------------------------------- the group
+
+
+def _effective(fault: NodeFault, attempt: int) -> NodeFault:
+    """A transient fault is a crash on the node's first workload and nothing afterwards."""
+    if fault.kind != "transient":
+        return fault
+    return replace(fault, kind="crash") if attempt == 0 else HEALTHY
+
+
+@dataclass(frozen=True)
+class _Group:
+    nodes: tuple[str, ...]
+    plan: FaultPlan
+    faults: Mapping[str, NodeFault]
+
+    @classmethod
+    def of(cls, nodes: Sequence[str], plan: FaultPlan, attempt: int) -> _Group:
+        unique = tuple(sorted(set(nodes)))
+        return cls(unique, plan, {node: _effective(plan.fault_for(node), attempt) for node in unique})
+
+    def with_kind(self, *kinds: str) -> list[tuple[str, NodeFault]]:
+        return [(node, fault) for node, fault in self.faults.items() if fault.kind in kinds]
+
+    @property
+    def first_crash(self) -> tuple[str, NodeFault] | None:
+        crashes = self.with_kind("crash")
+        return min(crashes, key=lambda item: (item[1].resolved_after_seconds, item[0])) if crashes else None
+
+    @property
+    def blocked(self) -> Literal["stall", "hang"] | None:
+        """A stall blocks before the first result, so it wins over a hang."""
+        if self.with_kind("stall"):
+            return "stall"
+        return "hang" if self.with_kind("hang") else None
+
+    @property
+    def duration(self) -> float:
+        base = self.plan.defaults.duration_seconds
+        marked = [fault.resolved_after_seconds for _, fault in self.with_kind("health", "notready")]
+        return base + max(marked) + HEALTH_GRACE_SECONDS if marked else base
+
+    @property
+    def datacheck(self) -> bool:
+        return bool(self.with_kind("datacheck"))
+
+    @property
+    def bus_bandwidth_gbps(self) -> float:
+        return min(self.plan.bus_bandwidth_gbps(node) for node in self.nodes)
+
+    @property
+    def tflops_per_gpu(self) -> float:
+        return min(self.plan.tflops_per_gpu(node) for node in self.nodes)
+
+    @property
+    def step_time_ms(self) -> float:
+        return max(self.plan.step_time_ms(node) for node in self.nodes)
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """How the pod's run ends: completes, crashes itself, is taken down by a peer's crash, or blocks.
+    `progress_until` is when the collective stops making progress (the group's first crash, or the end)."""
+
+    end_at: float | None
+    exit: Exit | None
+    progress_until: float | None = None
+    crashed: bool = False
+    culprit: str | None = None
+    blocked: Literal["stall", "hang"] | None = None
+
+    @property
+    def completes(self) -> bool:
+        return self.exit is not None and not self.crashed and self.culprit is None
+
+
+def _outcome(group: _Group, me: str | None) -> _Outcome:
+    """`me` is the pod's node when the pod does GPU work in the group, None for the MPI launcher."""
+    first = group.first_crash
+    own = group.faults.get(me, HEALTHY) if me is not None else HEALTHY
+    if first is not None:
+        stopped = first[1].resolved_after_seconds
+        if own.kind == "crash" and own.resolved_after_seconds < _teardown(first[1]):
+            crash = Exit(own.resolved_exit_code, own.resolved_reason)
+            return _Outcome(own.resolved_after_seconds, crash, stopped, crashed=True)
+        return _Outcome(_teardown(first[1]), Exit(1, "Error"), stopped, culprit=first[0])
+    if group.blocked is not None:
+        return _Outcome(None, None, blocked=group.blocked)
+    return _Outcome(group.duration, Exit(0, "Completed"), group.duration)
+
+
+def _teardown(crash: NodeFault) -> float:
+    return crash.resolved_after_seconds + PEER_TEARDOWN_SECONDS
+
+
+def _progress_span(group: _Group) -> float:
+    """The seconds over which progress lines are spread, the same for every pod of the group: the run's
+    duration, or when a crash cuts it short, long enough that it is cut at most halfway (a failed run never
+    shows its last result)."""
+    first = group.first_crash
+    if first is None:
+        return group.duration
+    return max(group.duration, 2 * _teardown(first[1]) + 1)
+
+
+def _progress_at(count: int, span: float) -> list[float]:
+    return [span * (index + 1) / (count + 1) for index in range(count)]
+
+
+def _keep_progress(times: Sequence[float], outcome: _Outcome) -> int:
+    """How many progress lines the run prints before it ends or blocks."""
+    if outcome.blocked == "stall":
+        return 0
+    if outcome.blocked == "hang":
+        return min(1, len(times))
+    if outcome.completes or outcome.progress_until is None:
+        return len(times)
+    return sum(1 for at in times if at < outcome.progress_until)
+
+
+def _mark_event(node: str, fault: NodeFault) -> list[tuple[float, Step]]:
+    change = fault.node_change()
+    return [] if change is None else [(fault.resolved_after_seconds, MarkNode(node, change))]
+
+
+def _assemble(kind: WorkloadKind, events: Sequence[tuple[float, Step]], outcome: _Outcome) -> Script:
+    """Order the events by time (ties keep their order), put Waits between them, end with the terminal step.
+    Events after the end never happen (the container is gone); consecutive log lines are merged."""
+    end = outcome.end_at
+    kept = sorted((item for item in events if end is None or item[0] <= end), key=lambda item: item[0])
+    steps: list[Step] = []
+    now = 0.0
+    for at, step in kept:
+        now = _wait_until(steps, now, at)
+        if isinstance(step, Log) and steps and isinstance(steps[-1], Log):
+            steps[-1] = Log(steps[-1].text + step.text)
+        else:
+            steps.append(step)
+    if outcome.exit is None or end is None:
+        steps.append(RunForever())
+    else:
+        _wait_until(steps, now, end)
+        steps.append(outcome.exit)
+    return Script(kind, tuple(steps))
+
+
+def _wait_until(steps: list[Step], now: float, at: float) -> float:
+    gap = round(at - now, 3)
+    if gap > 0:
+        steps.append(Wait(gap))
+        return now + gap
+    return now
+
+
+# --------------------------------------------------------------------------------------------- MPI workers
+
+
+def _mpi_worker_script(kind: WorkloadKind, pod: _Pod, own: NodeFault) -> Script:
+    """sshd, Ready at once, running until deleted; only a crash of its own node ends it."""
+    events: list[tuple[float, Step]] = [
+        (0.0, Log("Server listening on 0.0.0.0 port 22.\nServer listening on :: port 22.\n")),
+        (0.0, Ready()),
+        *_mark_event(pod.node, own),
+    ]
+    if own.kind != "crash":
+        return _assemble(kind, events, _Outcome(None, None))
+    outcome = _Outcome(own.resolved_after_seconds, Exit(own.resolved_exit_code, own.resolved_reason), crashed=True)
+    events.append((own.resolved_after_seconds, Log(_cuda_failure(pod.node, PID_BASE))))
+    return _assemble(kind, events, outcome)
+
+
+# --------------------------------------------------------------------------------------------- nccl-tests
+
+# Bus bandwidth = algorithm bandwidth x k(n-1)/n for n ranks (nccl-tests' PERFORMANCE.md); other tests: x 1.
+_BUS_FACTORS: Final[Mapping[str, int]] = {"all_reduce": 2, "all_gather": 1, "reduce_scatter": 1, "alltoall": 1}
+_REDUCING: Final = ("all_reduce", "reduce_scatter", "reduce")
+_SIZE = re.compile(r"^(?P<number>\d+)(?P<unit>[KMGT]?)$")
+_UNITS: Final = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+@dataclass(frozen=True)
+class _Rank:
+    rank: int
+    host: str
+    device: int
+    pid: int
+
+
+@dataclass(frozen=True)
+class _NcclRun:
+    test: str
+    binary: str
+    sizes: tuple[int, ...]
+    step_factor: int
+    ranks: tuple[_Rank, ...]
+    gpus_per_process: int
+    iterations: int
+    warmup: int
+
+    @property
+    def bus_factor(self) -> float:
+        """The factor for n ranks; 1 for a single rank (nccl-tests would print 0, which would make the plan's
+        figure unmeasurable on a 1-GPU sim node)."""
+        n, k = len(self.ranks), _BUS_FACTORS.get(self.test)
+        return k * (n - 1) / n if k is not None and n > 1 else 1.0
+
+    def first_rank_on(self, host: str) -> _Rank:
+        return next((rank for rank in self.ranks if rank.host == host), self.ranks[0])
+
+
+def _nccl_run(kind: WorkloadKind, pod: _Pod, group: _Group) -> _NcclRun:
+    """The test, sizes and ranks from the binary's options (`-b -e -f -g -n -w`; mpirun's `-np`)."""
+    at = _nccl_binary_index(pod.tokens) or 0
+    binary = PurePosixPath(pod.tokens[at]).name if pod.tokens else "all_reduce_perf"
+    match = _NCCL_BINARY.match(binary)
+    test = match["test"] if match else "all_reduce"
+    low = _parse_size(pod.option("-b", "--minbytes", start=at)) or DEFAULT_NCCL_MIN_BYTES
+    high = _parse_size(pod.option("-e", "--maxbytes", start=at)) or DEFAULT_NCCL_MAX_BYTES
+    factor = max(2, pod.number("-f", "--stepfactor", start=at) or 2)
+    sizes = [low]
+    while sizes[-1] * factor <= high and len(sizes) < MAX_NCCL_ROWS:
+        sizes.append(sizes[-1] * factor)
+    if kind is WorkloadKind.NCCL_LAUNCHER:
+        processes = pod.number("-np", "-n", "--np", stop=at) or len(group.nodes)
+        per_node = max(1, processes // len(group.nodes))
+        ranks = [
+            _Rank(index * per_node + device, host, device, PID_BASE + index * per_node + device)
+            for index, host in enumerate(group.nodes)
+            for device in range(per_node)
+        ]
+        gpus_per_process = pod.number("-g", "--ngpus", start=at) or 1
+    else:
+        gpus_per_process = pod.number("-g", "--ngpus", start=at) or pod.gpus or 1
+        ranks = [_Rank(device, pod.node, device, PID_BASE) for device in range(gpus_per_process)]
+    return _NcclRun(
+        test=test,
+        binary=binary,
+        sizes=tuple(sizes),
+        step_factor=factor,
+        ranks=tuple(ranks),
+        gpus_per_process=gpus_per_process,
+        iterations=pod.number("-n", "--iters", start=at) or 20,
+        warmup=pod.number("-w", "--warmup_iters", start=at) or 1,
+    )
+
+
+def _parse_size(text: str | None) -> int | None:
+    match = _SIZE.match(text or "")
+    return int(match["number"]) * _UNITS[match["unit"]] if match else None
+
+
+@dataclass(frozen=True)
+class _NcclRow:
+    text: str
+    busbw: tuple[float, float]
+    wrong: int
+
+
+def _nccl_rows(run: _NcclRun, peak_busbw: float, *, datacheck: bool) -> list[_NcclRow]:
+    """One row per size. Time = latency x (1 - size/max) + size / peak algbw, so bandwidth grows with the size
+    and reaches exactly the peak at the largest one; in-place runs 0.1% slower. With `datacheck` the upper
+    half of the sizes reports a few wrong elements (1, 2, 3, ... per half)."""
+    peak_algbw = peak_busbw / run.bus_factor
+    largest = run.sizes[-1]
+    redop = "sum" if run.test in _REDUCING else "none"
+    rows = []
+    half = len(run.sizes) // 2
+    for index, size in enumerate(run.sizes):
+        count = max(1, size // 4)
+        wrong = index - half + 1 if datacheck and index >= half else 0
+        halves, busbws = [], []
+        for slowdown in (1.0, 1.001):
+            time_us = (NCCL_LATENCY_US * (1 - size / largest) + size / (peak_algbw * 1e3)) * slowdown
+            algbw = size / (time_us * 1e3)
+            busbw = algbw * run.bus_factor
+            halves.append(f"{_format_time(time_us):>8}  {algbw:6.2f}  {busbw:6.2f}  {wrong:6d}")
+            busbws.append(busbw)
+        text = f"{size:>12}  {count:>12}  {'float':>8}  {redop:>6}  {-1:>6}  {halves[0]}  {halves[1]}\n"
+        rows.append(_NcclRow(text, (busbws[0], busbws[1]), 2 * wrong))
+    return rows
+
+
+def _format_time(time_us: float) -> str:
+    return f"{time_us:.2f}" if time_us < 1e5 else f"{time_us:.0f}"
+
+
+def _nccl_preamble(run: _NcclRun) -> str:
+    lines = [
+        "# nccl-tests version 2.17.1 nccl-headers=22703 nccl-library=22703",
+        f"# Collective test starting: {run.binary}",
+        f"# nThread 1 nGpus {run.gpus_per_process} minBytes {run.sizes[0]} maxBytes {run.sizes[-1]} "
+        f"step: {run.step_factor}(factor) "
+        f"warmup iters: {run.warmup} iters: {run.iterations} agg iters: 1 validation: 1 graph: 0",
+        "#",
+        "# Using devices",
+    ]
+    lines += [
+        f"#  Rank {rank.rank:2d} Group  0 Pid {rank.pid:6d} on {rank.host} device {rank.device:2d} "
+        f"[0000:{0x18 + rank.device:02x}:00] {GPU_NAME}"
+        for rank in run.ranks
+    ]
+    first = run.ranks[0]
+    lines += [
+        f"{first.host}:{first.pid}:{first.pid} [0] NCCL INFO Bootstrap: Using eth0:10.0.0.1<0>",
+        f"{first.host}:{first.pid}:{first.pid} [0] NCCL INFO NCCL version 2.27.3+cuda12.9",
+    ]
+    return "".join(f"{line}\n" for line in lines)
+
+
+_NCCL_HEADER: Final = (
+    "#\n"
+    "#                                                              out-of-place                       in-place\n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw "
+    "#wrong\n"
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n"
+)
+
+
+def _nccl_footer(run: _NcclRun, rows: Sequence[_NcclRow]) -> str:
+    wrong = sum(row.wrong for row in rows)
+    average = sum(sum(row.busbw) for row in rows) / (2 * len(rows))
+    verdict = "FAILED" if wrong else "OK"
+    return (
+        f"# Out of bounds values : {wrong} {verdict}\n"
+        f"# Avg bus bandwidth    : {average:.3f} \n"
+        "#\n"
+        f"# Collective test concluded: {run.binary}\n"
+    )
+
+
+def _cuda_failure(host: str, pid: int) -> str:
+    return (
+        f"{host}:{pid}:{pid} [0] NCCL WARN Cuda failure 'unspecified launch failure'\n"
+        f"{host}: Test CUDA failure common.cu:1035 'unspecified launch failure'\n"
+        f" .. {host} pid {pid}: Test failure common.cu:1126\n"
+    )
+
+
+_SIGNAL_NAMES: Final = {6: "Aborted", 7: "Bus error", 9: "Killed", 11: "Segmentation fault", 15: "Terminated"}
+
+
+def _mpirun_abort(run: _NcclRun, pod: _Pod, culprit: _Rank, code: int, processes: int = 1) -> str:
+    """Open MPI's messages when ranks exit non-zero: by signal (exit code > 128) they name rank, PID and node."""
+    job = int(hashlib.sha256(pod.jobset.encode()).hexdigest()[:8], 16) % 50000 + 10000
+    rule = "-" * 74
+    plural = "process" if processes == 1 else "processes"
+    text = (
+        f"{rule}\nPrimary job  terminated normally, but {processes} {plural} returned\n"
+        f"a non-zero exit code. Per user-direction, the job has been aborted.\n{rule}\n{rule}\n"
+    )
+    if code > 128:
+        signal = code - 128
+        name = _SIGNAL_NAMES.get(signal, f"Signal {signal}")
+        text += (
+            f"mpirun noticed that process rank {culprit.rank} with PID {culprit.pid} on node {culprit.host} "
+            f"exited on signal {signal} ({name}).\n"
+        )
+    else:
+        text += (
+            "mpirun detected that one or more processes exited with non-zero status, thus causing\n"
+            "the job to be terminated. The first process to do so was:\n\n"
+            f"  Process name: [[{job},1],{culprit.rank}]\n  Exit code:    {code}\n"
+        )
+    return text + f"{rule}\n"
+
+
+def _nccl_script(kind: WorkloadKind, pod: _Pod, group: _Group, outcome: _Outcome) -> Script:
+    """nccl-tests' output: preamble and rank lines at once, the column header once communicators are up (never
+    under a stall), rows spread over the run, the footer at the end. The launcher adds mpirun's messages."""
+    run = _nccl_run(kind, pod, group)
+    rows = _nccl_rows(run, group.bus_bandwidth_gbps, datacheck=group.datacheck)
+    times = _progress_at(len(rows), _progress_span(group))
+    events: list[tuple[float, Step]] = [(0.0, Ready()), (0.0, Log(_nccl_preamble(run)))]
+    if kind is not WorkloadKind.NCCL_LAUNCHER:
+        events += _mark_event(pod.node, group.faults[pod.node])
+    if outcome.blocked != "stall":
+        events.append((0.0, Log(_NCCL_HEADER)))
+    shown = _keep_progress(times, outcome)
+    events += [(at, Log(row.text)) for at, row in zip(times[:shown], rows, strict=False)]
+    end = outcome.end_at if outcome.end_at is not None else 0.0
+    launcher = kind is WorkloadKind.NCCL_LAUNCHER
+    if outcome.completes:
+        events.append((end, Log(_nccl_footer(run, rows))))
+        if group.datacheck:
+            if launcher:
+                events.append((end, Log(_mpirun_abort(run, pod, run.ranks[0], 1, len(run.ranks)))))
+            outcome = replace(outcome, exit=Exit(1, "Error"))
+    elif outcome.exit is not None:
+        host = outcome.culprit or pod.node
+        culprit = run.first_rank_on(host)
+        events.append((end, Log(_cuda_failure(host, culprit.pid))))
+        if launcher:
+            code = group.faults[host].resolved_exit_code if host in group.faults else outcome.exit.code
+            events.append((end, Log(_mpirun_abort(run, pod, culprit, code))))
+    return _assemble(kind, events, outcome)
+
+
+# --------------------------------------------------------------------------------------------- Megatron-LM
+
+
+@dataclass(frozen=True)
+class _TrainingRun:
+    train_iters: int
+    log_interval: int
+    global_batch_size: int
+    node_rank: int
+    nnodes: int
+    nproc_per_node: int
+
+    @property
+    def last_rank(self) -> bool:
+        return self.node_rank == self.nnodes - 1
+
+    @property
+    def first_global_rank(self) -> int:
+        return self.node_rank * self.nproc_per_node
+
+    @property
+    def logged_iterations(self) -> list[int]:
+        """Megatron logs iteration 1 (initialisation overhead) and every `log_interval`-th after it."""
+        multiples = range(self.log_interval, self.train_iters + 1, self.log_interval)
+        return sorted({1, *multiples}) if self.train_iters >= 1 else []
+
+
+def _training_run(pod: _Pod, group: _Group) -> _TrainingRun:
+    """From torchrun's env (`PET_NNODES`, `PET_NPROC_PER_NODE`, set by the Trainer) and Megatron's arguments;
+    `--train-iters "${TRAIN_ITERS}"` is resolved from the container's env."""
+    nnodes = pod.env.get("PET_NNODES", "")
+    nproc = pod.env.get("PET_NPROC_PER_NODE", "")
+    return _TrainingRun(
+        train_iters=pod.number("--train-iters") or DEFAULT_TRAIN_ITERS,
+        log_interval=pod.number("--log-interval") or DEFAULT_LOG_INTERVAL,
+        global_batch_size=pod.number("--global-batch-size") or DEFAULT_GLOBAL_BATCH_SIZE,
+        node_rank=_completion_index(pod.manifest),
+        nnodes=int(nnodes) if nnodes.isdigit() else len(group.nodes),
+        nproc_per_node=int(nproc) if nproc.isdigit() else pod.gpus or 1,
+    )
+
+
+def _stamp(at: datetime) -> str:
+    return at.strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def _glog(severity: str, at: datetime) -> str:
+    """The glog-style prefix torch's C++ and elastic agent print (`W0101 00:01:02.000000`)."""
+    return f"{severity}{at:%m%d %H:%M:%S.%f}"
+
+
+def _training_lines(run: _TrainingRun, *, step_ms: float, tflops: float) -> list[tuple[datetime, str]]:
+    """Megatron's `training_log` lines with their virtual times: the first interval (iteration 1) takes
+    WARMUP_FACTOR steps at 1/WARMUP_FACTOR of the throughput, every later one exactly `step_ms` per iteration
+    at `tflops`; each line's timestamp is the previous one plus the interval's iterations x its time per
+    iteration, starting at TRAINING_START."""
+    clock = TRAINING_START
+    previous = 0
+    lines = []
+    for iteration in run.logged_iterations:
+        warmup = previous == 0
+        elapsed_ms = step_ms * (WARMUP_FACTOR if warmup else 1.0)
+        throughput = tflops / WARMUP_FACTOR if warmup else tflops
+        clock += timedelta(milliseconds=elapsed_ms * (iteration - previous))
+        loss = 11.0 / (1 + 0.05 * iteration)
+        text = (
+            f" [{_stamp(clock)}] iteration {iteration:8d}/{run.train_iters:8d} |"
+            f" consumed samples: {iteration * run.global_batch_size:12d} |"
+            f" elapsed time per iteration (ms): {elapsed_ms:.1f} |"
+            f" throughput per GPU (TFLOP/s/GPU): {throughput:.1f} |"
+            f" learning rate: {3e-4:.6E} | global batch size: {run.global_batch_size:5d} |"
+            f" lm loss: {loss:.6E} | loss scale: 1.0 | grad norm: {1.0 + 10.0 / iteration:.3f} |"
+            " number of skipped iterations:   0 | number of nan iterations:   0 |\n"
+        )
+        lines.append((clock, text))
+        previous = iteration
+    return lines
+
+
+def _torch_banner(run: _TrainingRun) -> str:
+    return (
+        f"{_glog('W', LOG_EPOCH)} 1 torch/distributed/run.py:766] Setting OMP_NUM_THREADS environment variable "
+        f"for each process to be 1 in default; node rank {run.node_rank} of {run.nnodes}, "
+        f"{run.nproc_per_node} processes per node\n"
+    )
+
+
+def _torch_crash(run: _TrainingRun, code: int, at: datetime) -> str:
+    rank = run.first_global_rank
+    return (
+        f"[rank{rank}]: Traceback (most recent call last):\n"
+        f'[rank{rank}]:   File "/mnt/workspace/megatron-lm/pretrain_gpt.py", line 229, in <module>\n'
+        f"[rank{rank}]: RuntimeError: CUDA error: unspecified launch failure\n"
+        f"{_glog('E', at)} 1 torch/distributed/elastic/multiprocessing/api.py:874] failed "
+        f"(exitcode: {code}) local_rank: 0 (pid: {PID_BASE}) of binary: /usr/bin/python\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+    )
+
+
+def _torch_lost_peer(run: _TrainingRun, culprit: str, at: datetime) -> str:
+    rank = run.first_global_rank
+    return (
+        f"[rank{rank}]:[{_glog('E', at)} ProcessGroupNCCL.cpp:1895] [PG ID 0 PG GUID 0(default_pg) "
+        f"Rank {rank}] Process group watchdog thread terminated with exception: NCCL error: remote process "
+        "exited or there was a network error, NCCL version 2.27.3\n"
+        f"[rank{rank}]: ncclRemoteError: A call failed possibly due to a network error or a remote process "
+        "exiting prematurely.\n"
+        f"[rank{rank}]: Last error:\n"
+        f"[rank{rank}]: socketProgress: Connection closed by remote peer {culprit}<53422>\n"
+        f"{_glog('E', at)} 1 torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: 1) "
+        f"local_rank: 0 (pid: {PID_BASE}) of binary: /usr/bin/python\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
+    )
+
+
+def _training_script(kind: WorkloadKind, pod: _Pod, group: _Group, outcome: _Outcome) -> Script:
+    """Every rank starts torchrun; the last rank prints Megatron's lines spread over the run (the group's
+    worst step time and TFLOP/s); completion exits 0, a crash exits first, its peers PEER_TEARDOWN later.
+    Every rank works out the same virtual times, so a crash is stamped one step after the last line printed
+    before it, and the peers' reports PEER_TEARDOWN_SECONDS after that."""
+    run = _training_run(pod, group)
+    lines = _training_lines(run, step_ms=group.step_time_ms, tflops=group.tflops_per_gpu)
+    times = _progress_at(len(lines), _progress_span(group))
+    shown = _keep_progress(times, outcome)
+    events: list[tuple[float, Step]] = [(0.0, Ready()), (0.0, Log(_torch_banner(run)))]
+    events += _mark_event(pod.node, group.faults[pod.node])
+    if run.last_rank:
+        events.append((0.0, Log(f" [before the start of training step] datetime: {_stamp(TRAINING_START)}\n")))
+        events += [(at, Log(text)) for at, (_, text) in zip(times[:shown], lines, strict=False)]
+    end = outcome.end_at if outcome.end_at is not None else 0.0
+    crash_stamp = (lines[shown - 1][0] if shown else TRAINING_START) + timedelta(milliseconds=group.step_time_ms)
+    if outcome.completes and run.last_rank:
+        done = (lines[-1][0] if lines else TRAINING_START) + timedelta(seconds=1)
+        events.append((end, Log(f" [after training is done] datetime: {_stamp(done)}\n")))
+    elif outcome.crashed and outcome.exit is not None:
+        stamp = crash_stamp + timedelta(seconds=end - (outcome.progress_until or 0.0))
+        events.append((end, Log(_torch_crash(run, outcome.exit.code, stamp))))
+    elif outcome.culprit is not None:
+        stamp = crash_stamp + timedelta(seconds=PEER_TEARDOWN_SECONDS)
+        events.append((end, Log(_torch_lost_peer(run, outcome.culprit, stamp))))
+    return _assemble(kind, events, outcome)
+
+
+# --------------------------------------------------------------------------------------------- DCGM
+
+_DCGM_TESTS: Final = (
+    (1, "Deployment", "software"),
+    (2, "Integration", "pcie"),
+    (2, "Hardware", "memory"),
+    (3, "Stress", "targeted_stress"),
+    (3, "Stress", "targeted_power"),
+    (3, "Stress", "memory_bandwidth"),
+    (4, "Hardware", "diagnostic"),
+    (4, "Stress", "pulse_test"),
+)
+
+
+def _dcgm_output(pod: _Pod, *, failed: bool) -> str:
+    """`dcgmi diag`'s verdict: a JSON document under `--json`, else its table; a failure fails the last test."""
+    level = pod.number("--run", "-r") or 1
+    gpus = pod.gpus or 1
+    tests = [(category, name) for minimum, category, name in _DCGM_TESTS if minimum <= level]
+    statuses = ["Fail" if failed and index == len(tests) - 1 else "Pass" for index in range(len(tests))]
+    if "--json" in pod.tokens or "-j" in pod.tokens:
+        categories: dict[str, list[dict[str, Any]]] = {}
+        for (category, name), status in zip(tests, statuses, strict=True):
+            result: dict[str, Any] = {"status": status}
+            if status == "Fail":
+                result["warnings"] = [{"warning": "GPU 0 reported Xid 79 (GPU has fallen off the bus)"}]
+            categories.setdefault(category, []).append({"name": name, "results": [result]})
+        document = {
+            "DCGM GPU Diagnostic": {
+                "test_categories": [{"category": key, "tests": value} for key, value in categories.items()]
+            },
+            "Driver Version Detected": "580.82.07",
+            "GPU Device IDs": ["2330"] * gpus,
+            "version": "4.5.2",
+        }
+        return json.dumps(document, indent=2) + "\n"
+    rule = "+---------------------------+------------------------------------------------+"
+    lines = [
+        "Successfully ran diagnostic for group." if not failed else "Diagnostic failed for group.",
+        rule,
+        "| Diagnostic                | Result                                         |",
+        rule.replace("-", "="),
+        "|-----  Metadata  ----------+------------------------------------------------|",
+        f"| DCGM Version              | {'4.5.2':<46} |",
+        f"| Number of GPUs Detected   | {gpus:<46} |",
+    ]
+    for (category, name), status in zip(tests, statuses, strict=True):
+        lines.append(f"|-----  {category + '  ':-<19}+------------------------------------------------|")
+        lines.append(f"| {name:<25} | {status:<46} |")
+        if status == "Fail":
+            lines.append(f"| {'Warning':<25} | {'GPU 0: Xid 79 (GPU has fallen off the bus)':<46} |")
+    lines.append(rule)
+    return "".join(f"{line}\n" for line in lines)
+
+
+def _dcgm_script(kind: WorkloadKind, pod: _Pod, group: _Group, outcome: _Outcome) -> Script:
+    """dcgmi prints nothing until its verdict: the table at the end, Pass (exit 0) or a failed test (exit code)."""
+    events: list[tuple[float, Step]] = [(0.0, Ready()), *_mark_event(pod.node, group.faults[pod.node])]
+    if outcome.exit is not None and outcome.end_at is not None:
+        events.append((outcome.end_at, Log(_dcgm_output(pod, failed=not outcome.completes))))
+    return _assemble(kind, events, outcome)
+
+
+# --------------------------------------------------------------------------------------------- anything else
+
+
+def _generic_script(kind: WorkloadKind, pod: _Pod, group: _Group, outcome: _Outcome) -> Script:
+    events: list[tuple[float, Step]] = [
+        (0.0, Ready()),
+        (0.0, Log(f"sim: workload started on {pod.node}\n")),
+        *_mark_event(pod.node, group.faults[pod.node]),
+    ]
+    if outcome.exit is not None and outcome.end_at is not None:
+        verdict = "finished" if outcome.completes else f"failed: CUDA error on {pod.node}"
+        events.append((outcome.end_at, Log(f"sim: workload {verdict} (exit code {outcome.exit.code})\n")))
+    return _assemble(kind, events, outcome)

@@ -1,0 +1,647 @@
+"""What each workload pod of the simulated GPU cluster does under a fault plan, read back the product's way.
+
+The pods are built from the product's own rendering of every catalog entry (TrainingRuntime + TrainJob), the
+way Kubeflow Trainer v2 and JobSet turn them into pods: the trainer's command, args and env on the
+`trainjob-ancestor-step: trainer` job's `node` container, torchrun's `PET_*` env, JobSet's labels and the
+completion index. Logs are checked with the product's parsers (`parse_nccl_log`, `parse_megatron_log`), so
+a format the product would misread fails here, not in an end-to-end run. Every pod starts at t=0 here; in a
+cluster the MPI launcher starts after its workers, which only delays its failures further.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import itertools
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from nvcre_argo.api.certification import API_VERSION, KIND
+from nvcre_argo.catalog.loader import load_catalog
+from nvcre_argo.loading import parse_certification
+from nvcre_argo.measure.megatron import parse_megatron_log
+from nvcre_argo.measure.nccl import parse_nccl_log
+from nvcre_argo.measure.thresholds import evaluate_thresholds, measured_values
+from nvcre_argo.render.runtime import render_runtime
+from nvcre_argo.render.trainjob import render_trainjob
+from nvcre_argo.resolve.category import resolve_certification
+from nvcre_argo.resolve.values import gpu_values
+from tests.sim.faults import FaultPlan, load_fault_plan
+from tests.sim.workload import (
+    COMPLETION_INDEX,
+    HEALTH_GRACE_SECONDS,
+    JOBSET_NAME_LABEL,
+    PEER_TEARDOWN_SECONDS,
+    REPLICATED_JOB_LABEL,
+    Exit,
+    Log,
+    MarkNode,
+    Ready,
+    RunForever,
+    Script,
+    Wait,
+    WorkloadKind,
+    script_for,
+    workload_kind,
+)
+
+NODES = ("gpu-node-1", "gpu-node-2", "gpu-node-3", "gpu-node-4")
+GPUS_PER_NODE = 8  # h100
+ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
+TRAINJOB = "cert-0-g0"
+NCCL_ALL_REDUCE = "communication/nccl-all-reduce"
+LOOPBACK = "communication/nccl-loopback"
+TRAINING = "training/nemotron5-8b"
+DCGM = "diagnostics/dcgm-level1"
+# One entry per workload family; per-node entries run one node per TrainJob.
+FAMILIES = {
+    "nccl-mpi": (NCCL_ALL_REDUCE, NODES),
+    "nccl-loopback": (LOOPBACK, ("gpu-node-3",)),
+    "training": (TRAINING, NODES),
+    "dcgm": (DCGM, ("gpu-node-3",)),
+}
+
+
+# --------------------------------------------------------------------------------------------- pods
+
+
+@functools.cache
+def rendered(key: str, nodes: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The product's TrainingRuntime and TrainJob for one group of `nodes` (h100, no gang scheduler)."""
+    domain, variant = key.split("/")
+    spec = {
+        "target": {"nodeSelector": {"nvidia.com/gpu.present": "true"}},
+        "categories": [{"domain": domain, "variant": variant}],
+    }
+    document = {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": "cert"}, "spec": spec}
+    resolved, errors = resolve_certification(parse_certification(document, "test.yaml").spec, load_catalog())
+    assert errors == []
+    (category,) = resolved
+    gpu = gpu_values(category, "h100")
+    runtime = render_runtime(category, gpu, name="cert-runtime", namespace="nvcre", num_nodes=len(nodes))
+    trainjob = render_trainjob(
+        category,
+        gpu,
+        name=TRAINJOB,
+        namespace="nvcre",
+        certification="cert",
+        runtime_name="cert-runtime",
+        group="g0",
+        nodes=nodes,
+    )
+    return runtime, trainjob
+
+
+def jobset_pods(key: str, nodes: Sequence[str], *, launcher_node: str | None = None) -> list[dict[str, Any]]:
+    """The bound pods Trainer v2 + JobSet create for the rendered pair: `node` pod i on sorted(nodes)[i]."""
+    runtime, trainjob = rendered(key, tuple(sorted(nodes)))
+    trainer = trainjob["spec"]["trainer"]
+    torch = "torch" in runtime["spec"]["mlPolicy"]
+    pods = []
+    for replicated_job in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+        job_name = replicated_job["name"]
+        job_template = replicated_job["template"]
+        pod_template = copy.deepcopy(job_template["spec"]["template"])
+        container = pod_template["spec"]["containers"][0]
+        job_labels = job_template.get("metadata", {}).get("labels", {})
+        if job_labels.get(ANCESTOR_LABEL) == "trainer":
+            container.update({key: list(trainer[key]) for key in ("command", "args") if key in trainer})
+            container["env"] = [*container.get("env", []), *trainer.get("env", [])]
+            if torch:
+                container["env"] += [
+                    {"name": "PET_NNODES", "value": str(trainer["numNodes"])},
+                    {"name": "PET_NPROC_PER_NODE", "value": str(trainer.get("numProcPerNode", 1))},
+                    {
+                        "name": "PET_NODE_RANK",
+                        "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{COMPLETION_INDEX}']"}},
+                    },
+                ]
+        replicas = trainer["numNodes"] if job_name == "node" else 1
+        for index in range(replicas):
+            labels = {
+                **job_labels,
+                **pod_template.get("metadata", {}).get("labels", {}),
+                JOBSET_NAME_LABEL: TRAINJOB,
+                REPLICATED_JOB_LABEL: job_name,
+                "jobset.sigs.k8s.io/job-index": "0",
+                "batch.kubernetes.io/job-name": f"{TRAINJOB}-{job_name}-0",
+                COMPLETION_INDEX: str(index),
+            }
+            node = sorted(nodes)[index] if job_name == "node" else (launcher_node or sorted(nodes)[0])
+            pods.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {
+                        "name": f"{TRAINJOB}-{job_name}-0-{index}-x7k2q",
+                        "namespace": "nvcre",
+                        "labels": labels,
+                        "annotations": {COMPLETION_INDEX: str(index)},
+                    },
+                    "spec": {**pod_template["spec"], "nodeName": node, "hostname": f"{TRAINJOB}-{job_name}-0-{index}"},
+                    "status": {"phase": "Running"},
+                }
+            )
+    return pods
+
+
+def rank_nodes(pods: Sequence[dict[str, Any]]) -> list[str]:
+    """`peers` as the sim kubelet passes them: the nodes of every pod but an MPI launcher, sorted."""
+    ranks = {pod["spec"]["nodeName"] for pod in pods if pod["metadata"]["labels"][REPLICATED_JOB_LABEL] != "launcher"}
+    return sorted(ranks)
+
+
+@dataclass(frozen=True)
+class Played:
+    """One pod and its script; `role` is `launcher` or `node-<completion index>`."""
+
+    role: str
+    node: str
+    script: Script
+
+    @property
+    def failure_at(self) -> float | None:
+        exit_step = self.script.exit
+        return self.script.ends_after_seconds if exit_step is not None and exit_step.code != 0 else None
+
+
+def play(
+    key: str,
+    plan: FaultPlan | str = "",
+    *,
+    nodes: Sequence[str] = NODES,
+    attempt: int = 0,
+    launcher_node: str | None = None,
+) -> dict[str, Played]:
+    chosen = load_fault_plan(plan) if isinstance(plan, str) else plan
+    pods = jobset_pods(key, nodes, launcher_node=launcher_node)
+    peers = rank_nodes(pods)
+    played = {}
+    for pod in pods:
+        labels = pod["metadata"]["labels"]
+        role = "launcher" if labels[REPLICATED_JOB_LABEL] == "launcher" else f"node-{labels[COMPLETION_INDEX]}"
+        script = script_for(pod, peers=peers, plan=chosen, attempt=attempt)
+        played[role] = Played(role, pod["spec"]["nodeName"], script)
+    return played
+
+
+def family(name: str, plan: str = "", *, attempt: int = 0) -> dict[str, Played]:
+    key, nodes = FAMILIES[name]
+    return play(key, plan, nodes=nodes, attempt=attempt)
+
+
+def first_failures(played: dict[str, Played]) -> list[Played]:
+    """The pods that exit non-zero first (all of them when several tie)."""
+    failing = [item for item in played.values() if item.failure_at is not None]
+    if not failing:
+        return []
+    first = min(item.failure_at for item in failing if item.failure_at is not None)
+    return [item for item in failing if item.failure_at == first]
+
+
+def last_rank(played: dict[str, Played]) -> Played:
+    return played[f"node-{len([role for role in played if role.startswith('node-')]) - 1}"]
+
+
+# --------------------------------------------------------------------------------------------- roles
+
+# What every catalog entry's pods are; a new entry fails the coverage test until it is classified here.
+ENTRY_ROLES = {
+    "communication/nccl-all-gather": {"node": WorkloadKind.MPI_WORKER, "launcher": WorkloadKind.NCCL_LAUNCHER},
+    "communication/nccl-all-reduce": {"node": WorkloadKind.MPI_WORKER, "launcher": WorkloadKind.NCCL_LAUNCHER},
+    "communication/nccl-alltoall": {"node": WorkloadKind.MPI_WORKER, "launcher": WorkloadKind.NCCL_LAUNCHER},
+    "communication/nccl-loopback": {"node": WorkloadKind.NCCL_SINGLE_NODE},
+    "communication/nccl-loopback-nvswitch": {"node": WorkloadKind.NCCL_SINGLE_NODE},
+    "diagnostics/dcgm-level1": {"node": WorkloadKind.DCGM_DIAG},
+    "diagnostics/dcgm-level2": {"node": WorkloadKind.DCGM_DIAG},
+    "diagnostics/dcgm-level3": {"node": WorkloadKind.DCGM_DIAG},
+    "diagnostics/dcgm-level4": {"node": WorkloadKind.DCGM_DIAG},
+    "training/nemotron5-56b": {"node": WorkloadKind.MEGATRON_TRAINING},
+    "training/nemotron5-8b": {"node": WorkloadKind.MEGATRON_TRAINING},
+}
+
+
+def test_every_catalog_entry_has_its_roles_listed_here() -> None:
+    assert sorted(ENTRY_ROLES) == sorted(load_catalog().names())
+
+
+@pytest.mark.parametrize(("key", "roles"), list(ENTRY_ROLES.items()), ids=list(ENTRY_ROLES))
+def test_the_pods_of_every_catalog_entry_are_recognised_from_the_rendered_manifests(
+    key: str, roles: dict[str, WorkloadKind]
+) -> None:
+    kinds = {pod["metadata"]["labels"][REPLICATED_JOB_LABEL]: workload_kind(pod) for pod in jobset_pods(key, NODES)}
+    assert kinds == roles
+
+
+def bare_pod(command: list[str], *, job: str | None = None, env: dict[str, str] | None = None) -> dict[str, Any]:
+    labels = {REPLICATED_JOB_LABEL: job} if job else {}
+    container: dict[str, Any] = {"name": "main", "command": command}
+    if env:
+        container["env"] = [{"name": name, "value": value} for name, value in env.items()]
+    return {"metadata": {"name": "p", "labels": labels}, "spec": {"nodeName": "gpu-node-1", "containers": [container]}}
+
+
+@pytest.mark.parametrize(
+    ("pod", "kind"),
+    [
+        pytest.param(bare_pod(["mpirun", "-np", "2", "all_gather_perf"]), WorkloadKind.NCCL_LAUNCHER, id="mpirun"),
+        pytest.param(bare_pod(["all_reduce_perf", "-g", "8"], job="launcher"), WorkloadKind.NCCL_LAUNCHER, id="label"),
+        pytest.param(bare_pod(["/opt/nccl/alltoall_perf", "-g", "8"]), WorkloadKind.NCCL_SINGLE_NODE, id="single"),
+        pytest.param(bare_pod(["dcgmi", "diag", "-r", "2"]), WorkloadKind.DCGM_DIAG, id="dcgmi"),
+        pytest.param(bare_pod(["/usr/sbin/sshd", "-De"]), WorkloadKind.MPI_WORKER, id="sshd"),
+        pytest.param(bare_pod(["python", "pretrain_gpt.py"]), WorkloadKind.MEGATRON_TRAINING, id="pretrain-gpt"),
+        pytest.param(bare_pod(["sleep", "10"]), WorkloadKind.GENERIC, id="sleep"),
+        pytest.param(bare_pod([]), WorkloadKind.GENERIC, id="image-entrypoint"),
+    ],
+)
+def test_a_hand_written_pod_is_recognised_by_its_command_and_role(pod: dict[str, Any], kind: WorkloadKind) -> None:
+    assert workload_kind(pod) is kind
+
+
+def test_an_unknown_workload_runs_durationseconds_then_exits_0_and_crashes_like_any_other() -> None:
+    pod = bare_pod(["sleep", "10"])
+    healthy = script_for(pod, peers=["gpu-node-1"], plan=load_fault_plan("defaults: {durationSeconds: 7}"), attempt=0)
+    assert (healthy.kind, healthy.ends_after_seconds, healthy.exit) == ("generic", 7, Exit(0, "Completed"))
+    crashing = load_fault_plan("nodes: {gpu-node-1: {fault: crash, exitCode: 3, afterSeconds: 2}}")
+    crashed = script_for(pod, peers=["gpu-node-1"], plan=crashing, attempt=0)
+    assert (crashed.ends_after_seconds, crashed.exit) == (2, Exit(3, "Error"))
+
+
+def test_a_pod_not_bound_to_a_node_has_no_script() -> None:
+    pod = bare_pod(["sleep", "10"])
+    del pod["spec"]["nodeName"]
+    with pytest.raises(ValueError, match="nodeName"):
+        script_for(pod, peers=[], plan=FaultPlan(), attempt=0)
+
+
+# --------------------------------------------------------------------------------------------- every script
+
+EVERY_FAULT = {
+    "healthy": "",
+    "crash": "nodes: {gpu-node-3: {fault: crash, exitCode: 137, afterSeconds: 1}}",
+    "hang": "nodes: {gpu-node-3: {fault: hang}}",
+    "slow": "nodes: {gpu-node-3: {fault: slow, busBandwidthGBps: 12, tflopsPerGpu: 100, stepTimeMs: 9000}}",
+    "datacheck": "nodes: {gpu-node-3: {fault: datacheck}}",
+    "health": "nodes: {gpu-node-3: {fault: health, afterSeconds: 1, taint: {key: k, effect: NoSchedule}}}",
+    "notready": "nodes: {gpu-node-3: {fault: notready, afterSeconds: 1}}",
+    "stall": "nodes: {gpu-node-3: {fault: stall}}",
+    "transient": "nodes: {gpu-node-3: {fault: transient, exitCode: 2}}",
+}
+SCENARIOS = [pytest.param(name, fault, id=f"{name}-{fault}") for name in FAMILIES for fault in EVERY_FAULT]
+
+
+@pytest.mark.parametrize(("name", "fault"), SCENARIOS)
+def test_every_script_is_well_formed(name: str, fault: str) -> None:
+    for item in family(name, EVERY_FAULT[fault]).values():
+        steps = item.script.steps
+        assert isinstance(steps[-1], Exit | RunForever)
+        assert item.script.ready_after_seconds == 0
+        assert all(step.seconds > 0 for step in steps if isinstance(step, Wait))
+        assert all(step.text.endswith("\n") for step in steps if isinstance(step, Log))
+        assert not any(isinstance(a, Log) and isinstance(b, Log) for a, b in itertools.pairwise(steps))
+
+
+@pytest.mark.parametrize(("name", "fault"), SCENARIOS)
+def test_only_the_faulty_node_s_pod_fails_first_and_every_other_failure_comes_later(name: str, fault: str) -> None:
+    played = family(name, EVERY_FAULT[fault])
+    first = first_failures(played)
+    if fault in ("crash", "transient"):
+        assert [item.node for item in first] == ["gpu-node-3"]
+        culprit_at = first[0].failure_at
+        assert culprit_at is not None
+        later = [item.failure_at for item in played.values() if item.failure_at is not None and item not in first]
+        assert all(at >= culprit_at + PEER_TEARDOWN_SECONDS for at in later)
+    elif fault == "datacheck" and name.startswith("nccl"):
+        # nccl-tests itself fails the check: the pod that ran it (the launcher, or the loopback pod).
+        assert [item.role for item in first] == ["launcher" if name == "nccl-mpi" else "node-0"]
+    else:
+        assert first == []
+
+
+@pytest.mark.parametrize(("name", "fault"), SCENARIOS)
+def test_the_same_inputs_give_the_same_script(name: str, fault: str) -> None:
+    assert family(name, EVERY_FAULT[fault]) == family(name, EVERY_FAULT[fault])
+
+
+# --------------------------------------------------------------------------------------------- NCCL
+
+
+def test_a_healthy_nccl_group_reports_the_default_bandwidth_on_every_rank_and_succeeds() -> None:
+    played = play(NCCL_ALL_REDUCE, "defaults: {durationSeconds: 4, busBandwidthGBps: 380}")
+    launcher = played.pop("launcher")
+    result = parse_nccl_log(launcher.script.log)
+    assert result.bus_bandwidth_gbps == 380
+    assert (result.out_of_bounds, result.wrong_results) == (0, 0)
+    assert result.hosts == NODES
+    assert len(result.ranks) == GPUS_PER_NODE * len(NODES)  # mpirun -np totalGpus
+    assert [row.size_bytes for row in result.rows[:3]] == [8, 16, 32]
+    assert result.rows[-1].size_bytes == 16 << 30  # -e 16G for h100
+    assert (launcher.script.ends_after_seconds, launcher.script.exit) == (4, Exit(0, "Completed"))
+    for worker in played.values():
+        assert worker.script.kind == WorkloadKind.MPI_WORKER
+        assert worker.script.terminal == RunForever()
+        assert worker.script.log.startswith("Server listening on 0.0.0.0 port 22.")
+
+
+@pytest.mark.parametrize(
+    ("plan", "expected"),
+    [
+        pytest.param("nodes: {gpu-node-4: {fault: slow, busBandwidthGBps: 12}}", 12, id="one-slow-node"),
+        pytest.param(
+            "nodes: {gpu-node-1: {fault: slow, busBandwidthGBps: 200},"
+            " gpu-node-2: {fault: slow, busBandwidthGBps: 90}}",
+            90,
+            id="the-slowest-of-two",
+        ),
+        pytest.param("defaults: {busBandwidthGBps: 455.5}", 455.5, id="healthy-default"),
+        pytest.param("nodes: {gpu-node-9: {fault: slow, busBandwidthGBps: 1}}", 380, id="slow-node-outside-group"),
+    ],
+)
+def test_the_measured_bus_bandwidth_is_the_slowest_group_member_s(plan: str, expected: float) -> None:
+    values = measured_values(nccl=parse_nccl_log(play(NCCL_ALL_REDUCE, plan)["launcher"].script.log))
+    assert values["busBandwidthGBps"] == expected
+    below = evaluate_thresholds({"busBandwidthGBps": "value >= 100"}, values)
+    assert bool(below) == (expected < 100)
+
+
+@pytest.mark.parametrize(
+    ("launcher_node", "expected"),
+    [
+        pytest.param("gpu-node-9", 380, id="own-node-is-no-rank"),
+        pytest.param("gpu-node-2", 12, id="shares-a-rank-node"),
+    ],
+)
+def test_the_launcher_s_own_node_counts_only_when_ranks_run_there(launcher_node: str, expected: float) -> None:
+    plan = f"nodes: {{{launcher_node}: {{fault: slow, busBandwidthGBps: 12}}}}"
+    launcher = play(NCCL_ALL_REDUCE, plan, launcher_node=launcher_node)["launcher"]
+    assert launcher.node == launcher_node
+    assert parse_nccl_log(launcher.script.log).bus_bandwidth_gbps == expected
+
+
+@pytest.mark.parametrize("key", ["communication/nccl-all-gather", "communication/nccl-alltoall"])
+def test_other_collectives_report_the_same_peak_with_their_own_bus_factor(key: str) -> None:
+    result = parse_nccl_log(play(key, "defaults: {busBandwidthGBps: 300}")["launcher"].script.log)
+    assert result.bus_bandwidth_gbps == 300
+    # (n-1)/n for 32 ranks: algbw = busbw x 32/31
+    assert result.alg_bandwidth_gbps == pytest.approx(300 * 32 / 31, abs=0.01)
+
+
+def test_a_loopback_test_reports_its_own_node_with_every_gpu_as_a_rank() -> None:
+    played = play(LOOPBACK, "nodes: {gpu-node-3: {fault: slow, busBandwidthGBps: 77}}", nodes=["gpu-node-3"])
+    result = parse_nccl_log(played["node-0"].script.log)
+    assert (result.bus_bandwidth_gbps, result.hosts, len(result.ranks)) == (77, ("gpu-node-3",), GPUS_PER_NODE)
+    assert played["node-0"].script.exit == Exit(0, "Completed")
+
+
+@pytest.mark.parametrize("name", ["nccl-mpi", "nccl-loopback"])
+def test_a_data_check_failure_prints_wrong_values_and_fails_the_nccl_test(name: str) -> None:
+    played = family(name, EVERY_FAULT["datacheck"])
+    tester = played["launcher" if name == "nccl-mpi" else "node-0"]
+    result = parse_nccl_log(tester.script.log)
+    assert result.wrong_results > 0
+    assert result.out_of_bounds == result.wrong_results
+    assert "FAILED" in tester.script.log
+    assert result.bus_bandwidth_gbps == 380  # the data is wrong, not slow
+    assert tester.script.exit == Exit(1, "Error")
+    assert ("Primary job  terminated normally" in tester.script.log) == (name == "nccl-mpi")
+
+
+@pytest.mark.parametrize("name", ["training", "dcgm"])
+def test_a_data_check_fault_does_not_touch_training_or_dcgm(name: str) -> None:
+    assert family(name, EVERY_FAULT["datacheck"]) == family(name, "")
+
+
+@pytest.mark.parametrize(
+    ("exit_code", "names_the_host"),
+    [
+        pytest.param(
+            137, "mpirun noticed that process rank 16 with PID 4016 on node gpu-node-3 exited on signal 9", id="killed"
+        ),
+        pytest.param(1, "gpu-node-3: Test CUDA failure", id="exit-1"),
+    ],
+)
+def test_an_nccl_crash_ends_the_worker_on_that_node_first_then_mpirun_aborts(
+    exit_code: int, names_the_host: str
+) -> None:
+    played = play(NCCL_ALL_REDUCE, f"nodes: {{gpu-node-3: {{fault: crash, exitCode: {exit_code}, afterSeconds: 1.5}}}}")
+    crashed = played["node-2"]
+    assert crashed.node == "gpu-node-3"
+    assert (crashed.script.ends_after_seconds, crashed.script.exit) == (1.5, Exit(exit_code, "Error"))
+    assert "Cuda failure" in crashed.script.log
+    launcher = played["launcher"]
+    assert (launcher.script.ends_after_seconds, launcher.script.exit) == (3.5, Exit(1, "Error"))
+    assert "Primary job  terminated normally, but 1 process returned" in launcher.script.log
+    assert names_the_host in launcher.script.log
+    result = parse_nccl_log(launcher.script.log)
+    assert result.out_of_bounds is None  # no footer: the test never finished
+    assert 0 < len(result.rows) < 32
+    assert [played[role].script.terminal for role in ("node-0", "node-1", "node-3")] == [RunForever()] * 3
+
+
+def test_a_hung_nccl_group_prints_its_first_result_then_never_finishes() -> None:
+    played = play(NCCL_ALL_REDUCE, EVERY_FAULT["hang"])
+    assert {role: item.script.terminal for role, item in played.items()} == dict.fromkeys(played, RunForever())
+    assert len(parse_nccl_log(played["launcher"].script.log).rows) == 1
+
+
+def test_a_stalled_nccl_group_never_prints_a_result_or_even_the_column_header() -> None:
+    launcher = play(NCCL_ALL_REDUCE, EVERY_FAULT["stall"])["launcher"]
+    result = parse_nccl_log(launcher.script.log)
+    assert (result.rows, len(result.ranks)) == ((), 32)
+    assert "busbw" not in launcher.script.log
+    assert launcher.script.terminal == RunForever()
+
+
+# --------------------------------------------------------------------------------------------- Megatron-LM
+
+
+@pytest.mark.parametrize(
+    ("plan", "step_seconds", "tflops"),
+    [
+        pytest.param("", 2.0, 400, id="defaults"),
+        pytest.param("defaults: {stepTimeMs: 1234.5, tflopsPerGpu: 512.3}", 1.2345, 512.3, id="fractional"),
+        pytest.param(
+            "nodes: {gpu-node-1: {fault: slow, tflopsPerGpu: 150}, gpu-node-2: {fault: slow, stepTimeMs: 5000}}",
+            5.0,
+            150,
+            id="the-group-s-worst-of-each",
+        ),
+    ],
+)
+def test_the_last_rank_logs_megatron_figures_the_product_reads_back(
+    plan: str, step_seconds: float, tflops: float
+) -> None:
+    played = play(TRAINING, plan)
+    result = parse_megatron_log(last_rank(played).script.log)
+    assert result.avg_step_time_sec == pytest.approx(step_seconds)
+    assert result.avg_tflops_per_gpu == pytest.approx(tflops)
+    assert result.goodput_ratio == pytest.approx(1.0)
+    # TRAIN_ITERS=50 (maxSteps) from the env, --log-interval 10; Megatron also logs iteration 1.
+    assert [record.iteration for record in result.records] == [1, 10, 20, 30, 40, 50]
+    assert {record.train_iters for record in result.records} == {50}
+
+
+def test_megatron_timestamps_advance_by_the_iterations_times_the_printed_step_time() -> None:
+    records = parse_megatron_log(last_rank(play(TRAINING)).script.log).records
+    for previous, record in itertools.pairwise(records):
+        assert record.timestamp is not None
+        assert previous.timestamp is not None
+        interval = timedelta(milliseconds=record.elapsed_ms * (record.iteration - previous.iteration))
+        assert record.timestamp - previous.timestamp == interval
+
+
+def test_only_the_last_rank_logs_training_lines_and_every_rank_finishes_together() -> None:
+    played = play(TRAINING, "defaults: {durationSeconds: 6}")
+    assert [len(parse_megatron_log(item.script.log).records) for item in played.values()] == [0, 0, 0, 6]
+    assert {(item.script.ends_after_seconds, item.script.exit) for item in played.values()} == {
+        (6, Exit(0, "Completed"))
+    }
+
+
+def test_without_train_iters_in_its_arguments_training_logs_a_short_default_run() -> None:
+    pod = bare_pod(["torchrun", "pretrain_gpt.py", "--log-interval", "$INTERVAL"], env={"INTERVAL": "4"})
+    script = script_for(pod, peers=["gpu-node-1"], plan=FaultPlan(), attempt=0)
+    assert [record.iteration for record in parse_megatron_log(script.log).records] == [1, 4, 8, 12, 16, 20]
+
+
+def test_a_training_crash_ends_its_pod_first_and_its_peers_report_the_lost_peer_later() -> None:
+    played = play(TRAINING, "nodes: {gpu-node-2: {fault: crash, exitCode: 137, afterSeconds: 1}}")
+    assert (played["node-1"].node, played["node-1"].script.ends_after_seconds) == ("gpu-node-2", 1)
+    assert played["node-1"].script.exit == Exit(137, "Error")
+    assert "CUDA error" in played["node-1"].script.log
+    for role in ("node-0", "node-2", "node-3"):
+        peer = played[role].script
+        assert (peer.ends_after_seconds, peer.exit) == (1 + PEER_TEARDOWN_SECONDS, Exit(1, "Error"))
+        assert "Connection closed by remote peer gpu-node-2" in peer.log
+    # The last rank stopped logging when the group lost its peer: no result, and not the final iteration.
+    result = parse_megatron_log(played["node-3"].script.log)
+    assert result.last_iteration is None or result.last_iteration < 50
+
+
+def test_with_two_crashes_the_earlier_one_is_the_culprit_and_the_later_node_still_fails_on_its_own() -> None:
+    plan = (
+        "nodes: {gpu-node-4: {fault: crash, exitCode: 9, afterSeconds: 1}, "
+        "gpu-node-2: {fault: crash, exitCode: 7, afterSeconds: 2}}"
+    )
+    played = play(TRAINING, plan)
+    ends = {item.node: (item.script.ends_after_seconds, item.script.exit) for item in played.values()}
+    assert ends == {
+        "gpu-node-4": (1, Exit(9, "Error")),
+        "gpu-node-2": (2, Exit(7, "Error")),
+        "gpu-node-1": (3, Exit(1, "Error")),
+        "gpu-node-3": (3, Exit(1, "Error")),
+    }
+
+
+@pytest.mark.parametrize(("fault", "lines"), [pytest.param("hang", 1, id="hang"), pytest.param("stall", 0, id="stall")])
+def test_a_blocked_training_group_never_exits_and_logs_at_most_its_first_iteration(fault: str, lines: int) -> None:
+    played = play(TRAINING, EVERY_FAULT[fault])
+    assert {item.script.terminal for item in played.values()} == {RunForever()}
+    assert len(parse_megatron_log(last_rank(played).script.log).records) == lines
+
+
+# --------------------------------------------------------------------------------------------- DCGM
+
+
+def test_dcgm_passes_with_exit_0_and_prints_its_json_verdict() -> None:
+    script = family("dcgm")["node-0"].script
+    assert script.exit == Exit(0, "Completed")
+    document = json.loads(script.log)
+    statuses = [
+        result["status"]
+        for category in document["DCGM GPU Diagnostic"]["test_categories"]
+        for test in category["tests"]
+        for result in test["results"]
+    ]
+    assert statuses == ["Pass"]  # level 1: the deployment checks only
+
+
+def test_a_crashing_dcgm_run_exits_with_the_plan_s_code_and_a_failed_test() -> None:
+    played = play("diagnostics/dcgm-level3", EVERY_FAULT["crash"], nodes=["gpu-node-3"])
+    script = played["node-0"].script
+    assert (script.ends_after_seconds, script.exit) == (1, Exit(137, "Error"))
+    assert '"status": "Fail"' in script.log
+
+
+def test_dcgm_without_json_prints_its_table() -> None:
+    pod = bare_pod(["dcgmi", "diag", "-r", "2"])
+    script = script_for(pod, peers=["gpu-node-1"], plan=FaultPlan(), attempt=0)
+    assert "| software                  | Pass" in script.log
+    assert "| memory                    | Pass" in script.log
+
+
+# --------------------------------------------------------------------------------------------- node marks
+
+
+HEALTH_SIGNALS: dict[str, tuple[str, dict[str, Any]]] = {
+    "taint": (
+        "{fault: health, afterSeconds: 2, taint: {key: nvidia.com/gpu.health, value: unhealthy, effect: NoSchedule}}",
+        {"taint": {"key": "nvidia.com/gpu.health", "value": "unhealthy", "effect": "NoSchedule"}},
+    ),
+    "condition": (
+        "{fault: health, afterSeconds: 2, condition: {type: GpuUnhealthy, status: 'True'}}",
+        {"condition": {"type": "GpuUnhealthy", "status": "True"}},
+    ),
+    "notready": ("{fault: notready, afterSeconds: 2}", {"not_ready": True}),
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "signal"),
+    [pytest.param(name, signal, id=f"{name}-{signal}") for name in FAMILIES for signal in HEALTH_SIGNALS],
+)
+def test_a_health_fault_marks_its_node_once_from_its_own_pod_while_the_group_runs_on(name: str, signal: str) -> None:
+    fault, change = HEALTH_SIGNALS[signal]
+    played = family(name, f"defaults: {{durationSeconds: 3}}\nnodes: {{gpu-node-3: {fault}}}")
+    marks = [(item.node, at, step) for item in played.values() for at, step in item.script.marks]
+    assert marks == [("gpu-node-3", 2, MarkNode("gpu-node-3", change))]
+    for item in played.values():
+        # Nothing fails; whatever completes does so only after the mark and the monitor's grace.
+        assert item.failure_at is None
+        assert item.script.ends_after_seconds in (None, 3 + 2 + HEALTH_GRACE_SECONDS)
+    if name == "nccl-mpi":
+        assert parse_nccl_log(played["launcher"].script.log).bus_bandwidth_gbps == 380
+
+
+def test_a_health_mark_after_the_pod_is_gone_never_happens() -> None:
+    plan = (
+        "nodes: {gpu-node-1: {fault: crash, afterSeconds: 1}, "
+        "gpu-node-3: {fault: health, afterSeconds: 5, condition: {type: GpuUnhealthy, status: 'True'}}}"
+    )
+    played = play(TRAINING, plan)
+    assert [item.script.marks for item in played.values()] == [[], [], [], []]
+
+
+# --------------------------------------------------------------------------------------------- transient
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_a_transient_fault_crashes_the_first_workload_only(name: str) -> None:
+    crash = EVERY_FAULT["crash"].replace("137", "2")
+    first = family(name, EVERY_FAULT["transient"], attempt=0)
+    assert {role: item.script.exit for role, item in first.items()} == {
+        role: item.script.exit for role, item in family(name, crash).items()
+    }
+    assert [item.node for item in first_failures(first)] == ["gpu-node-3"]
+    for attempt in (1, 2):
+        assert family(name, EVERY_FAULT["transient"], attempt=attempt) == family(name, "", attempt=attempt)
+
+
+# --------------------------------------------------------------------------------------------- steps
+
+
+def test_a_script_refuses_a_missing_or_misplaced_end_and_a_second_ready() -> None:
+    with pytest.raises(ValueError, match="exactly one"):
+        Script(WorkloadKind.GENERIC, (Ready(), Wait(1)))
+    with pytest.raises(ValueError, match="exactly one"):
+        Script(WorkloadKind.GENERIC, (RunForever(), Exit(0, "Completed")))
+    with pytest.raises(ValueError, match="Ready at most once"):
+        Script(WorkloadKind.GENERIC, (Ready(), Ready(), RunForever()))
+    script = Script(WorkloadKind.GENERIC, (Wait(1.5), Ready(), Log("a\n"), Wait(2), Log("b\n"), Exit(3, "Error")))
+    assert (script.ready_after_seconds, script.ends_after_seconds, script.log) == (1.5, 3.5, "a\nb\n")
+    assert list(script) == list(script.steps)
