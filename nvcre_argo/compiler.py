@@ -20,8 +20,13 @@ from nvcre_argo.catalog.loader import Catalog
 from nvcre_argo.errors import CompileError, FieldError, MapKey, Path
 from nvcre_argo.loading import LoadedCertification, document_order
 from nvcre_argo.names import DNS_LABEL_LIMIT
-from nvcre_argo.render.certification_workflow import WorkflowTarget, build_certification_workflow, category_arguments
-from nvcre_argo.resolve.category import ResolvedCategory, resolve_certification
+from nvcre_argo.render.certification_workflow import (
+    DEFAULT_LOCK,
+    WorkflowTarget,
+    build_certification_workflow,
+    category_arguments,
+)
+from nvcre_argo.resolve.category import ResolvedCategory, resolution_warnings, resolve_certification
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,8 @@ class CompileOptions:
     name: str | None = None
     gpu_architecture: str | None = None
     owner_references: Sequence[dict[str, Any]] = ()
+    # The Argo mutex the certification Workflow holds (None: none); see render.certification_workflow.
+    lock: str | None = DEFAULT_LOCK
 
 
 @dataclass(frozen=True)
@@ -62,6 +69,18 @@ def check_certifications(
     """Every error compiling these Certifications would raise, without building anything: what `validate` and
     `nvcre-compile --validate-only` report (one function, so they cannot disagree with compile)."""
     return [error for item in loaded for error in _prepare(item, catalog=catalog, options=options)[2]]
+
+
+def certification_warnings(loaded: Sequence[LoadedCertification], *, catalog: Catalog) -> list[FieldError]:
+    """What compiling these Certifications leaves out without failing (spec-level thresholds a category cannot
+    measure), each with its source: the CLI prints them as warnings on stderr, next to the output."""
+    warnings: list[FieldError] = []
+    for item in loaded:
+        document = item.document or item.certification.model_dump(by_alias=True, exclude_none=True, mode="json")
+        found = resolution_warnings(item.certification.spec, catalog)
+        found.sort(key=lambda warning: document_order(warning.path, document))
+        warnings += [warning.at(item.source) for warning in found]
+    return warnings
 
 
 def _prepare(
@@ -97,6 +116,7 @@ def compile_certification(
         name=options.name,
         step_image=options.step_image,
         owner_references=options.owner_references,
+        lock=options.lock,
     )
     return CompiledCertification(loaded.source, name, build_certification_workflow(target, resolved, arguments))
 

@@ -28,6 +28,7 @@ TEMPLATE_CLEANUP = "cleanup"
 # Templates inside the certification (parent) Workflow.
 TEMPLATE_CERTIFICATION = "certification"
 TEMPLATE_VERDICT = "verdict"
+TEMPLATE_STOP_CATEGORIES = "stop-categories"
 
 
 def category_template_name(domain: str, variant: str) -> str:
@@ -45,6 +46,13 @@ GROUPS_FILE = f"{OUTPUT_DIR}/groups.json"
 OVERFLOW_GROUPS_FILE = f"{OUTPUT_DIR}/overflow-groups.json"
 FAILED_NODES_REF_FILE = f"{OUTPUT_DIR}/failed-nodes-ref"
 SUCCEEDED_NODES_REF_FILE = f"{OUTPUT_DIR}/succeeded-nodes-ref"
+# A category step of the certification Workflow: its category Workflow, its verdict, how many nodes failed.
+OUTPUT_CATEGORY_WORKFLOW = "workflow"
+OUTPUT_VERDICT = "verdict"
+OUTPUT_FAILED_NODE_COUNT = "failed-nodes"
+CATEGORY_WORKFLOW_FILE = f"{OUTPUT_DIR}/workflow"
+VERDICT_FILE = f"{OUTPUT_DIR}/verdict"
+FAILED_NODE_COUNT_FILE = f"{OUTPUT_DIR}/failed-nodes"
 
 # Environment of the step containers.
 ENV_CATEGORY = "NVCRE_CATEGORY"
@@ -55,6 +63,9 @@ ENV_NAMESPACE = "NVCRE_NAMESPACE"
 ENV_GROUP = "NVCRE_GROUP"
 ENV_ITERATION = "NVCRE_ITERATION"
 ENV_STATUSES = "NVCRE_CATEGORY_STATUSES"
+# A category step of the certification Workflow: the category Workflow to start (JSON) and its key.
+ENV_CATEGORY_WORKFLOW = "NVCRE_CATEGORY_WORKFLOW"
+ENV_CATEGORY_KEY = "NVCRE_CATEGORY_KEY"
 
 # Where a step leaves its one-line failure summary (the container's terminationMessagePath default); the
 # kubelet keeps at most 4 KiB of it.

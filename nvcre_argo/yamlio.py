@@ -81,3 +81,12 @@ def load_yaml_documents(text: str) -> Iterator[Any]:
         raise YamlSyntaxError(None, None, str(error)) from None
     except RecursionError:
         raise YamlSyntaxError(None, None, "nesting is too deep") from None
+
+
+def load_yaml_mapping(text: str, what: str) -> dict[str, Any]:
+    """The one mapping a YAML text holds (a manifest); ValueError naming `what` otherwise."""
+    documents = list(load_yaml_documents(text))
+    if len(documents) != 1 or not isinstance(documents[0], dict):
+        raise ValueError(f"{what} is not one YAML mapping")
+    mapping: dict[str, Any] = documents[0]
+    return mapping

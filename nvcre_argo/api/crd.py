@@ -4,7 +4,8 @@ Why generate: the models are what the offline loader enforces, so deriving the C
 them (types, minimums, patterns, enums, CEL rules with their messages) means the two cannot drift; a test
 compares this function's output with the committed `crds/` file. The conversion rewrites pydantic's JSON
 Schema into the Kubernetes structural dialect: references inlined, `null` branches dropped, `int-or-string`
-kept as the one allowed `anyOf`, titles and null defaults removed.
+kept as the one allowed `anyOf`, titles and null defaults removed. Each CEL rule's name (its identity, see
+`api/ruleset.py`) is kept only in the loader's copy of the schema: the API server knows no such field.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from nvcre_argo.api.certification import GROUP, KIND, PLURAL, VERSION, Certification
 from nvcre_argo.api.options import INT32_MAX
+from nvcre_argo.api.rules import RULE_NAME_KEY
 
 SHORT_NAMES = ["nvcert"]
 CATEGORIES = ["nvcre"]
@@ -103,12 +105,27 @@ def _with_list_semantics(name: str, node: dict[str, Any]) -> dict[str, Any]:
     return node
 
 
-def certification_schema() -> dict[str, Any]:
-    """The openAPIV3Schema of the Certification CRD."""
+def _without_rule_names(node: Any) -> Any:
+    """The schema as the API server takes it: every `x-kubernetes-validations` entry without its rule name."""
+    if isinstance(node, list):
+        return [_without_rule_names(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    return {
+        key: [{k: v for k, v in rule.items() if k != RULE_NAME_KEY} for rule in value]
+        if key == "x-kubernetes-validations"
+        else _without_rule_names(value)
+        for key, value in node.items()
+    }
+
+
+def certification_schema(*, rule_names: bool = False) -> dict[str, Any]:
+    """The openAPIV3Schema of the Certification CRD; with `rule_names`, the loader's copy, in which each CEL
+    rule also names its Python twin."""
     raw = Certification.model_json_schema(by_alias=True)
     definitions = raw.get("$defs", {})
     properties = raw["properties"]
-    return {
+    schema = {
         "description": "Certification is a suite of certification categories to run against a GPU node pool.",
         "type": "object",
         "required": ["spec"],
@@ -120,6 +137,7 @@ def certification_schema() -> dict[str, Any]:
             "status": to_structural(properties["status"], definitions),
         },
     }
+    return schema if rule_names else _without_rule_names(schema)
 
 
 def build_crd() -> dict[str, Any]:

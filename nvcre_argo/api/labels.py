@@ -126,6 +126,7 @@ def _cel_string(text: str) -> str:
 
 
 RESERVED_LABELS_RULE = KeyRule(
+    name="workload-label-key-reserved",
     predicate=f"k != '{MANAGED_BY_KEY}' && !k.startsWith('{RESERVED_PREFIX}')",
     message=(
         "labels must not set the controller-owned keys app.kubernetes.io/managed-by "
@@ -134,6 +135,7 @@ RESERVED_LABELS_RULE = KeyRule(
     holds=lambda key: not is_reserved_label_key(key),
 )
 LABEL_KEY_SYNTAX_RULE = KeyRule(
+    name="workload-label-key-syntax",
     predicate=f"k.matches({_cel_string(LABEL_KEY_PATTERN)})",
     message=(
         "each label key must be a valid Kubernetes label key: an optional DNS-subdomain prefix followed by "
@@ -142,6 +144,7 @@ LABEL_KEY_SYNTAX_RULE = KeyRule(
     holds=is_label_key,
 )
 LABEL_KEY_PREFIX_RULE = KeyRule(
+    name="workload-label-key-prefix",
     predicate=f"!k.contains('/') || k.split('/')[0].size() <= {LABEL_KEY_PREFIX_MAX_LENGTH}",
     message="each label key prefix must be at most 253 characters",
     holds=label_key_prefix_fits,
@@ -149,11 +152,13 @@ LABEL_KEY_PREFIX_RULE = KeyRule(
 WORKLOAD_LABEL_RULES = (RESERVED_LABELS_RULE, LABEL_KEY_SYNTAX_RULE, LABEL_KEY_PREFIX_RULE)
 
 QUEUE_LABEL_KEY_PREFIX_RULE = ValueRule(
+    name="queue-label-key-prefix",
     cel=f"!self.contains('/') || self.split('/')[0].size() <= {LABEL_KEY_PREFIX_MAX_LENGTH}",
     message="queueLabelKey prefix must be at most 253 characters",
     holds=label_key_prefix_fits,
 )
 QUEUE_LABEL_KEY_RESERVED_RULE = ValueRule(
+    name="queue-label-key-reserved",
     cel=f"self != '{MANAGED_BY_KEY}' && !self.startsWith('{RESERVED_PREFIX}')",
     message=(
         "queueLabelKey must not use the controller-owned key app.kubernetes.io/managed-by "

@@ -35,6 +35,7 @@ THRESHOLD_KEYS = ("busBandwidthGBps", "algBandwidthGBps", "goodputRatio", "avgTF
 
 def _quantity_rule(name: str) -> ValueRule:
     return ValueRule(
+        name=f"{name}-non-negative-quantity",
         cel="isQuantity(string(self)) && quantity(string(self)).compareTo(quantity('0')) >= 0",
         message=f"{name} must be a non-negative quantity",
         holds=lambda value: (
@@ -98,6 +99,7 @@ def _not_above(resources: Mapping[str, Any], name: str) -> bool:
 def _request_rule(name: str) -> ValueRule:
     request, limit = f"self.requests.{name}", f"self.limits.{name}"
     return ValueRule(
+        name=f"{name}-request-within-limit",
         cel=(
             f"!has(self.requests) || !has(self.limits) || !has({request}) || !has({limit}) || "
             f"!isQuantity(string({request})) || !isQuantity(string({limit})) || "
@@ -163,6 +165,7 @@ def _nic_domain_allowed(name: str) -> bool:
 
 
 NIC_DOMAIN_RULE = ValueRule(
+    name="nic-resource-name-domain",
     cel=(
         "!(self.split('/')[0] == 'kubernetes.io' || self.split('/')[0].endsWith('.kubernetes.io') || "
         "self.split('/')[0] == 'k8s.io' || self.split('/')[0].endsWith('.k8s.io'))"

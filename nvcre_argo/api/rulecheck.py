@@ -3,13 +3,15 @@
 pydantic stops checking a value once one of its constraints fails, but the API server evaluates every CEL
 rule whose value has the right type, regardless of pattern or minimum failures elsewhere. Walking the raw
 document along the structural schema reproduces that, so a document with several problems reports them all.
+The schema must be the loader's copy, whose rules carry their names (`certification_schema(rule_names=True)`):
+each rule's twin is found by name, and a rule without one is an error, never skipped.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from nvcre_argo.api.ruleset import RULES_BY_CEL
+from nvcre_argo.api.ruleset import twin_of
 from nvcre_argo.errors import FieldError, MapKey, Path, PathElement
 
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -39,9 +41,7 @@ def rule_errors(value: Any, schema: dict[str, Any], path: Path = ()) -> list[Fie
         return []
     errors: list[FieldError] = []
     for validation in schema.get("x-kubernetes-validations", []):
-        rule = RULES_BY_CEL.get(validation["rule"])
-        if rule is None:
-            continue  # transition rules (self == oldSelf) need the old object; only the API server has it
+        rule = twin_of(validation)
         for keys in rule.violations(value):
             where: tuple[PathElement, ...] = (*path, MapKey(keys[0])) if keys else path
             errors.append(FieldError(where, "rule", rule.message))

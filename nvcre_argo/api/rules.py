@@ -6,6 +6,10 @@ reference's exact message, so `nvcre-argo validate` and `kubectl apply` accept a
 Predicates take the JSON form of the value (what CEL sees), so the loader can also apply them to the raw
 document, as the API server does, even where another check of the same value failed. A test compares both on
 the whole corpus against a real API server.
+
+Each rule has a `name`, unique among the CRD's rules, that the generated schema carries next to the CEL (under
+`RULE_NAME_KEY`, stripped from the CRD itself) so the loader finds a rule's Python twin by identity. CEL text
+is not an identity: the cpu and memory quantity rules share theirs and differ only in their message.
 """
 
 from __future__ import annotations
@@ -18,12 +22,15 @@ from pydantic import AfterValidator, Field
 from pydantic_core import PydanticCustomError
 
 RULE_ERROR = "rule"
+RULE_NAME_KEY = "x-nvcre-rule-name"
+"""Where a schema's `x-kubernetes-validations` entry names its rule; only in the loader's copy of the schema."""
 
 
 @dataclass(frozen=True)
 class ValueRule:
     """A rule over a whole value: CEL `cel` must hold, Python `holds(value)` says the same."""
 
+    name: str
     cel: str
     message: str
     holds: Callable[[Any], bool]
@@ -36,6 +43,7 @@ class ValueRule:
 class KeyRule:
     """A rule every key of a map must satisfy: CEL `self.all(k, predicate)`; errors point at the key."""
 
+    name: str
     predicate: str
     message: str
     holds: Callable[[str], bool]
@@ -52,8 +60,12 @@ Rule = ValueRule | KeyRule
 
 
 def cel_schema(*rules: Rule) -> dict[str, Any]:
-    """The CRD fragment for these rules."""
-    return {"x-kubernetes-validations": [{"rule": rule.cel, "message": rule.message} for rule in rules]}
+    """The CRD fragment for these rules, each entry naming its rule (the CRD generator drops the name)."""
+    return {
+        "x-kubernetes-validations": [
+            {"rule": rule.cel, "message": rule.message, RULE_NAME_KEY: rule.name} for rule in rules
+        ]
+    }
 
 
 def check_rules(value: Any, rules: tuple[Rule, ...]) -> Any:

@@ -9,11 +9,22 @@ sets them structurally (image fields, environment variables), so nothing a user 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 Measurement = Literal["nccl-bandwidth", "megatron-goodput", "exit-code"]
+MEASURED_THRESHOLD_KEYS: Mapping[Measurement, tuple[str, ...]] = MappingProxyType(
+    {
+        "nccl-bandwidth": ("busBandwidthGBps", "algBandwidthGBps"),
+        "megatron-goodput": ("goodputRatio", "avgTFLOPsPerGPU", "avgStepTimeSec"),
+        "exit-code": (),
+    }
+)
+"""The threshold keys each kind of measurement gives a value for (what `measure/` parses out of the logs): a
+threshold on any other key could never pass, so the resolver never hands one to a category."""
 Grouping = Literal["all-nodes", "per-node"]
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 
@@ -72,3 +83,8 @@ class CatalogEntry(_EntryModel):
     @property
     def key(self) -> str:
         return f"{self.domain}/{self.variant}"
+
+    @property
+    def threshold_keys(self) -> tuple[str, ...]:
+        """The threshold keys this entry's measurement can check."""
+        return MEASURED_THRESHOLD_KEYS[self.measurement]

@@ -20,12 +20,13 @@ import click
 
 from nvcre_argo import __version__, contract
 from nvcre_argo.cli.catalog import catalog_dir_option, open_catalog
-from nvcre_argo.cli.inputs import check_namespace, load_all, report_invalid, require_non_empty
+from nvcre_argo.cli.inputs import check_namespace, load_all, report_invalid, report_warnings, require_non_empty
 from nvcre_argo.cli.resolve import gpu_arch_option
 from nvcre_argo.cli.validate import validate_files
-from nvcre_argo.compiler import CompiledCertification, CompileOptions, compile_certifications
+from nvcre_argo.compiler import CompiledCertification, CompileOptions, certification_warnings, compile_certifications
 from nvcre_argo.errors import DocumentError
 from nvcre_argo.names import DNS_LABEL_LIMIT
+from nvcre_argo.render.certification_workflow import DEFAULT_LOCK
 from nvcre_argo.yamlio import dump_yaml, dump_yaml_documents
 
 
@@ -104,6 +105,14 @@ def _check(files: dict[str, str], directory: Path) -> int:
 )
 @gpu_arch_option
 @click.option(
+    "--lock",
+    default=DEFAULT_LOCK,
+    show_default=True,
+    callback=lambda _ctx, _param, value: _check_workflow_name(value),
+    help="Argo mutex the certification Workflow holds: certifications sharing it run one at a time.",
+)
+@click.option("--no-lock", is_flag=True, help="Hold no mutex (only when targets can never overlap).")
+@click.option(
     "--check",
     "check_dir",
     type=click.Path(path_type=Path, file_okay=False),
@@ -120,11 +129,19 @@ def compile_command(
     name: str | None,
     step_image: str,
     gpu_arch: str | None,
+    lock: str,
+    no_lock: bool,
     check_dir: Path | None,
     validate_only: bool,
 ) -> None:
     """Compile Certification files into Argo Workflows ('-' reads standard input)."""
-    options = CompileOptions(step_image=step_image, namespace=namespace, name=name, gpu_architecture=gpu_arch)
+    options = CompileOptions(
+        step_image=step_image,
+        namespace=namespace,
+        name=name,
+        gpu_architecture=gpu_arch,
+        lock=None if no_lock else lock,
+    )
     writes_files = output != "-" and not validate_only and check_dir is None
     if writes_files and Path(output).exists() and not Path(output).is_dir():
         # Checked before compiling: a usage error, and nothing written (not a traceback from mkdir).
@@ -135,7 +152,9 @@ def compile_command(
         loaded = load_all(files)
         if name and len(loaded) > 1:
             raise click.UsageError("--name pins one Workflow name; give exactly one Certification")
-        compiled = compile_certifications(loaded, catalog=open_catalog(catalog_dirs), options=options)
+        catalog = open_catalog(catalog_dirs)
+        report_warnings(certification_warnings(loaded, catalog=catalog))
+        compiled = compile_certifications(loaded, catalog=catalog, options=options)
     except DocumentError as error:
         report_invalid(error)
         raise SystemExit(1) from None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 
 import click
 
@@ -45,6 +46,13 @@ def report_invalid(error: DocumentError) -> None:
         click.echo(problem.render(), err=True)
     count = len(error.errors)
     click.echo(f"{count} problem{'s' if count != 1 else ''} found", err=True)
+
+
+def report_warnings(warnings: Sequence[FieldError]) -> None:
+    """Print each warning to stderr as `<source>: <path>: warning: <message>`; warnings never change the exit
+    code."""
+    for warning in warnings:
+        click.echo(replace(warning, message=f"warning: {warning.message}").render(), err=True)
 
 
 def require_non_empty(_ctx: click.Context, _param: click.Parameter, value: str) -> str:

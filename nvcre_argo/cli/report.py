@@ -17,14 +17,24 @@ from nvcre_argo.kube.resources import CERTIFICATIONS, CONFIGMAPS
 from nvcre_argo.names import LABEL_RECORD, LABEL_WORKFLOW
 from nvcre_argo.report.model import CategoryResults, build_report, exit_code
 from nvcre_argo.report.render import render_json, render_junit, render_text
-from nvcre_argo.results import ResultsError, decode_failed_nodes, decode_succeeded_nodes
+from nvcre_argo.results import (
+    FAILED_NODES_KEY,
+    SUCCEEDED_NODES_KEY,
+    ResultsError,
+    decode_failed_nodes,
+    decode_succeeded_nodes,
+)
 
 RENDERERS = {"text": render_text, "json": render_json, "junit": render_junit}
 
 
-def _binary(kube: KubeClient, namespace: str, name: str, key: str) -> bytes | None:
+def _binary(kube: KubeClient, namespace: str, name: str, key: str, missing: list[str]) -> bytes | None:
+    """The ConfigMap's `key`; a ConfigMap that is gone is added to `missing` so the report can say so."""
     configmap = kube.get(CONFIGMAPS, name, namespace)
-    data = (configmap or {}).get("binaryData", {}).get(key)
+    if configmap is None:
+        missing.append(name)
+        return None
+    data = configmap.get("binaryData", {}).get(key)
     return base64.b64decode(data) if data else None
 
 
@@ -46,22 +56,27 @@ def collect_results(kube: KubeClient, namespace: str, status: CertificationStatu
     for index, category in enumerate(status.category_statuses or [] if status else []):
         failed: list[dict[str, Any]] = []
         succeeded: list[str] = []
+        missing: list[str] = []
         try:
             if category.failed_nodes_ref and (
-                raw := _binary(kube, namespace, category.failed_nodes_ref.name, "failed-nodes.json.gz")
+                raw := _binary(kube, namespace, category.failed_nodes_ref.name, FAILED_NODES_KEY, missing)
             ):
                 failed = [
                     {"name": node.name, "reason": node.reason, "message": node.message}
                     for node in decode_failed_nodes(raw)
                 ]
             if category.succeeded_nodes_ref and (
-                raw := _binary(kube, namespace, category.succeeded_nodes_ref.name, "succeeded-nodes.csv.gz")
+                raw := _binary(kube, namespace, category.succeeded_nodes_ref.name, SUCCEEDED_NODES_KEY, missing)
             ):
                 succeeded = decode_succeeded_nodes(raw)
         except ResultsError as error:
             click.echo(f"warning: category {index}: {error}", err=True)
         figures = _figures(kube, namespace, category.workflow_ref.name) if category.workflow_ref else {}
-        results[index] = CategoryResults(failed_nodes=failed, succeeded_nodes=succeeded, figures=figures)
+        for name in missing:
+            click.echo(f"warning: category {index}: result ConfigMap {namespace}/{name} no longer exists", err=True)
+        results[index] = CategoryResults(
+            failed_nodes=failed, succeeded_nodes=succeeded, figures=figures, missing=missing
+        )
     return results
 
 

@@ -8,11 +8,11 @@ from typing import Any
 import click
 
 from nvcre_argo.cli.catalog import catalog_dir_option, open_catalog
-from nvcre_argo.cli.inputs import load_all, report_invalid
+from nvcre_argo.cli.inputs import load_all, report_invalid, report_warnings
 from nvcre_argo.errors import CompileError, InvalidDocumentError
 from nvcre_argo.render.runtime import render_runtime
 from nvcre_argo.render.trainjob import render_trainjob
-from nvcre_argo.resolve.category import ResolvedCategory, resolve_certification
+from nvcre_argo.resolve.category import ResolvedCategory, resolution_warnings, resolve_certification
 from nvcre_argo.resolve.gpu import KNOWN_ARCHITECTURES
 from nvcre_argo.resolve.values import gpu_values
 from nvcre_argo.yamlio import dump_yaml_documents
@@ -75,6 +75,7 @@ def resolve_command(
     documents: list[Any] = []
     for item in loaded:
         certification = item.certification
+        report_warnings([warning.at(item.source) for warning in resolution_warnings(certification.spec, catalog)])
         resolved, errors = resolve_certification(certification.spec, catalog)
         if errors:
             report_invalid(CompileError(error.at(item.source) for error in errors))

@@ -10,7 +10,9 @@ import contextlib
 import json
 import logging
 import os
+import signal
 from pathlib import Path
+from types import FrameType
 from typing import NoReturn
 
 import click
@@ -19,6 +21,7 @@ from nvcre_argo import contract
 from nvcre_argo.kube.client import KubeClient, connect
 from nvcre_argo.plan.model import PlanError
 from nvcre_argo.resolve.values import gpu_values
+from nvcre_argo.steps.children import Parent, follow_child, stop_children, stop_if_parent_stopping
 from nvcre_argo.steps.cleanup import cleanup_step
 from nvcre_argo.steps.context import StepContext, parse_category
 from nvcre_argo.steps.measurements import measure_log
@@ -26,6 +29,7 @@ from nvcre_argo.steps.planning import load_plan, plan_step
 from nvcre_argo.steps.recording import record_step
 from nvcre_argo.steps.running import RunSettings, run_group
 from nvcre_argo.steps.verdict import parse_statuses
+from nvcre_argo.yamlio import load_yaml_mapping
 
 
 def _require(name: str) -> str:
@@ -134,6 +138,57 @@ def record_command(ctx: click.Context) -> None:
 def cleanup_command(ctx: click.Context) -> None:
     """Delete this Workflow's unfinished TrainJobs (onExit)."""
     cleanup_step(_kube(ctx), _context(), report=click.echo)
+
+
+def _parent() -> Parent:
+    return Parent(
+        name=_require(contract.ENV_WORKFLOW_NAME),
+        uid=_require(contract.ENV_WORKFLOW_UID),
+        namespace=_require(contract.ENV_NAMESPACE),
+    )
+
+
+class _TerminatedError(Exception):
+    """SIGTERM reached the step: Argo is stopping it, or its pod is being evicted."""
+
+
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    # Once: Argo's executor repeats the signal, and the first one already decides what happens next.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise _TerminatedError
+
+
+@step_group.command("category")
+@click.pass_context
+def category_command(ctx: click.Context) -> None:
+    """Start one category's Workflow (once), follow it to its end, and stop it when this Workflow stops."""
+    parent = _parent()
+    key = _require(contract.ENV_CATEGORY_KEY)
+    manifest = load_yaml_mapping(_require(contract.ENV_CATEGORY_WORKFLOW), contract.ENV_CATEGORY_WORKFLOW)
+    kube = _kube(ctx)
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        outcome = follow_child(kube, manifest, parent, key=key, report=click.echo)
+    except _TerminatedError:
+        reason = stop_if_parent_stopping(kube, parent, manifest["metadata"]["name"])
+        if reason:
+            click.echo(f"stopped category Workflow {manifest['metadata']['name']}: {reason}")
+        else:
+            click.echo("terminated while the certification runs on: the retried step follows the same Workflow")
+        raise SystemExit(1) from None
+    _write_output(contract.CATEGORY_WORKFLOW_FILE, outcome.workflow)
+    _write_output(contract.VERDICT_FILE, outcome.verdict)
+    _write_output(contract.FAILED_NODE_COUNT_FILE, str(len(outcome.failed_nodes)))
+    click.echo(outcome.summary())
+    if not outcome.passed:
+        _fail_with(outcome.summary())
+
+
+@step_group.command("stop-categories")
+@click.pass_context
+def stop_categories_command(ctx: click.Context) -> None:
+    """Stop every unfinished category Workflow of this certification Workflow (its exit handler)."""
+    stop_children(_kube(ctx), _parent(), _require(contract.ENV_CERTIFICATION), report=click.echo)
 
 
 @step_group.command("verdict")

@@ -13,8 +13,8 @@ from pathlib import Path
 import click
 
 from nvcre_argo.cli.catalog import catalog_dir_option, open_catalog
-from nvcre_argo.cli.inputs import describe, load_all, report_invalid
-from nvcre_argo.compiler import CompileOptions, check_certifications
+from nvcre_argo.cli.inputs import describe, load_all, report_invalid, report_warnings
+from nvcre_argo.compiler import CompileOptions, certification_warnings, check_certifications
 from nvcre_argo.errors import CompileError, InvalidDocumentError
 
 
@@ -32,7 +32,9 @@ def validate_files(
         report_invalid(error)
         return 1
     if not admission_only:
-        errors = check_certifications(loaded, catalog=open_catalog(catalog_dirs), options=options or CompileOptions())
+        catalog = open_catalog(catalog_dirs)
+        report_warnings(certification_warnings(loaded, catalog=catalog))
+        errors = check_certifications(loaded, catalog=catalog, options=options or CompileOptions())
         if errors:
             report_invalid(CompileError(errors))
             return 1

@@ -11,6 +11,10 @@ banners, truncated rows) is skipped.
 
 Certification numbers are the peak over message sizes (the reference's BandwidthMeasurement), not the footer's
 `Avg bus bandwidth`, which averages over every size swept, tiny ones included; both are kept.
+
+Wrong values found by nccl-tests' data check (`#wrong`, summed in the footer's `Out of bounds values`) mean the
+collective corrupted data: whatever its bandwidth, the run fails (`data_check_failure`). nccl-tests then exits
+non-zero, but a wrapper script or an older build may not, so the log is the evidence, not the exit code.
 """
 
 from __future__ import annotations
@@ -86,6 +90,16 @@ class NcclResult:
     def hosts(self) -> tuple[str, ...]:
         """The hosts of the `# Rank` lines, sorted and unique."""
         return tuple(sorted({rank.host for rank in self.ranks}))
+
+
+def data_check_failure(text: str) -> str | None:
+    """Why an nccl-tests log proves corrupted data (its data check counted wrong values), or None when it does
+    not (no wrong value, or the check was off: `N/A` under `-c 0`)."""
+    result = parse_nccl_log(text)
+    wrong = max(result.wrong_results, result.out_of_bounds or 0)
+    if wrong == 0:
+        return None
+    return f"nccl-tests counted {wrong} wrong values in its data check (#wrong): the collective corrupted data"
 
 
 def parse_nccl_log(text: str) -> NcclResult:

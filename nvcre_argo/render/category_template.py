@@ -47,7 +47,7 @@ def _step_env(*extra: m.EnvVar) -> list[m.EnvVar]:
     ]
 
 
-def _container_security() -> m.SecurityContext:
+def container_security() -> m.SecurityContext:
     return m.SecurityContext(
         allow_privilege_escalation=False,
         read_only_root_filesystem=True,
@@ -63,10 +63,17 @@ def _step(name: str, image: str, args: list[str], **kwargs: Any) -> Container:
         command=["nvcre-argo", "step"],
         args=args,
         resources=STEP_RESOURCES,
-        security_context=_container_security(),
+        security_context=container_security(),
         volume_mounts=[m.VolumeMount(name="scratch", mount_path=contract.OUTPUT_DIR)],
         **kwargs,
     )
+
+
+def pod_gc() -> m.PodGC:
+    """Succeeded step pods are deleted after ten minutes (long enough to read a step that just ended in the
+    Argo UI); failed ones stay for their logs. At 1,024 groups, kept pods would otherwise pile up by the
+    thousand per run."""
+    return m.PodGC(strategy="OnPodSuccess", delete_delay_duration="10m")
 
 
 def pod_security_context() -> m.PodSecurityContext:
@@ -105,6 +112,7 @@ def build_category_template(
             labels={LABEL_ROLE: ROLE_CATEGORY, LABEL_DOMAIN: domain, LABEL_VARIANT: variant}
         ),
         volumes=[m.Volume(name="scratch", empty_dir=m.EmptyDirVolumeSource())],
+        pod_gc=pod_gc(),
         arguments=[
             Parameter(
                 name=contract.PARAM_CATEGORY,
@@ -131,10 +139,13 @@ def build_category_template(
                 ),
             ],
         )
+        # The run step is idempotent (its TrainJob's name is deterministic), so an evicted or crashed step pod
+        # is retried and follows the TrainJob it created; only a group that failed its test is final.
         run_group = _step(
             contract.TEMPLATE_RUN_GROUP,
             step_image,
             ["run"],
+            retry_strategy=retry_on_error,
             inputs=[Parameter(name="group")],
             env=_step_env(m.EnvVar(name=contract.ENV_GROUP, value="{{inputs.parameters.group}}")),
         )
@@ -165,7 +176,8 @@ def build_category_template(
                     name=step_name,
                     with_param=f"{{{{steps.{contract.TEMPLATE_PLAN}.outputs.parameters.{output}}}}}",
                     arguments=[Parameter(name="group", value="{{item}}")],
-                    continue_on=m.ContinueOn(failed=True),
+                    # An errored group (its pod lost for good) must not skip `record`: record blames its nodes.
+                    continue_on=m.ContinueOn(failed=True, error=True),
                 )
             record(name=contract.TEMPLATE_RECORD)
     result: dict[str, Any] = template.to_dict()

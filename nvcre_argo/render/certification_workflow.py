@@ -1,19 +1,28 @@
 """The certification (parent) Workflow: one step per category, in spec order, one after another.
 
-Each step creates the category's Workflow (a small manifest referencing the entry's WorkflowTemplate, with
-the resolved category as its argument) and waits for its phase: Succeeded passes; Failed or Error fails the
-step, which `continueOn` lets the next category survive. A last `verdict` step fails the certification
-Workflow when any category failed, so the Argo UI shows the same verdict as the Certification's status.
+Each category step runs `nvcre-argo step category`: it creates the category's Workflow (a small manifest
+referencing the entry's WorkflowTemplate, with the resolved category as its argument) under a deterministic
+name unless it exists, follows it to its end and fails when the category failed, which `continueOn` lets the
+next category survive. A retried step (`retryStrategy: OnError`, e.g. after an eviction) finds the Workflow
+it started instead of starting another, and a step whose parent is stopped stops its category Workflow (see
+`steps.children`); the exit handler `stop-categories` catches what a killed step could not. The step's
+outputs name the category Workflow, its verdict and its failed-node count, so the Argo UI leads from a
+category step to its Workflow and its failures. A last `verdict` step fails the certification Workflow when
+any category failed, so the Argo UI shows the same verdict as the Certification's status.
+
+The whole Workflow holds a mutex (`synchronization`), so two certifications sharing the lock (by default
+every certification in a namespace) never run their gang jobs on the same nodes at once and time each other
+out. Succeeded step pods are garbage-collected after a delay (`podGC: OnPodSuccess`); failed ones stay.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hera.workflows import Container, Parameter, Resource, Steps, Workflow
+from hera.workflows import Container, Parameter, Steps, Workflow
 from hera.workflows import models as m
 
 from nvcre_argo import __version__, contract
@@ -30,12 +39,21 @@ from nvcre_argo.names import (
     category_step_names,
     certification_workflow_prefix,
 )
-from nvcre_argo.render.category_template import LABEL_VERSION, STEP_RESOURCES, pod_security_context
+from nvcre_argo.render.category_template import (
+    LABEL_VERSION,
+    STEP_RESOURCES,
+    container_security,
+    pod_gc,
+    pod_security_context,
+)
 from nvcre_argo.resolve.category import ResolvedCategory
-from nvcre_argo.yamlio import dump_yaml
+from nvcre_argo.yamlio import dump_yaml, load_yaml_mapping
 
 TITLE = "workflows.argoproj.io/title"
 DESCRIPTION = "workflows.argoproj.io/description"
+# The mutex every certification Workflow holds unless compiled with another: certifications in one
+# namespace run one at a time, so overlapping targets never block each other's gang jobs.
+DEFAULT_LOCK = "nvcre-argo-gpu-nodes"
 
 
 @dataclass(frozen=True)
@@ -47,6 +65,7 @@ class WorkflowTarget:
     name: str | None
     step_image: str
     owner_references: Sequence[dict[str, Any]] = ()
+    lock: str | None = DEFAULT_LOCK
 
 
 def category_arguments(category: ResolvedCategory) -> str:
@@ -103,6 +122,68 @@ def category_workflow_manifest(
     }
 
 
+def _parent_env(target: WorkflowTarget) -> list[m.EnvVar]:
+    """Who the certification Workflow is, for the steps that start, follow and stop its category Workflows."""
+    return [
+        m.EnvVar(name=contract.ENV_CERTIFICATION, value=target.certification),
+        m.EnvVar(name=contract.ENV_WORKFLOW_NAME, value="{{workflow.name}}"),
+        m.EnvVar(name=contract.ENV_WORKFLOW_UID, value="{{workflow.uid}}"),
+        m.EnvVar(name=contract.ENV_NAMESPACE, value="{{workflow.namespace}}"),
+    ]
+
+
+def _parent_step(name: str, target: WorkflowTarget, args: list[str], **kwargs: Any) -> Container:
+    env = [*_parent_env(target), *kwargs.pop("env", [])]
+    return Container(
+        name=name,
+        image=target.step_image,
+        command=["nvcre-argo", "step"],
+        args=args,
+        env=env,
+        resources=STEP_RESOURCES,
+        security_context=container_security(),
+        volume_mounts=[m.VolumeMount(name="scratch", mount_path=contract.OUTPUT_DIR)],
+        **kwargs,
+    )
+
+
+def _output(name: str, path: str, default: str) -> Parameter:
+    # A default keeps Argo from turning a step that failed before writing its outputs into an Error.
+    return Parameter(name=name, value_from=m.ValueFrom(path=path, default=default))
+
+
+def _category_step(target: WorkflowTarget, category: ResolvedCategory, argument: str) -> Container:
+    """The step that starts, follows (and if need be stops) one category's Workflow."""
+    manifest = category_workflow_manifest(
+        target.certification, category, arguments=argument, step_image=target.step_image
+    )
+    return _parent_step(
+        f"category-{category.index}",
+        target,
+        ["category"],
+        env=[
+            m.EnvVar(name=contract.ENV_CATEGORY_KEY, value=f"{category.domain}/{category.variant}"),
+            # YAML, as a reviewer of committed output reads it (the category argument stays one value per line).
+            m.EnvVar(name=contract.ENV_CATEGORY_WORKFLOW, value=dump_yaml(manifest)),
+        ],
+        retry_strategy=m.RetryStrategy(limit="3", retry_policy="OnError"),
+        outputs=[
+            _output(contract.OUTPUT_CATEGORY_WORKFLOW, contract.CATEGORY_WORKFLOW_FILE, ""),
+            _output(contract.OUTPUT_VERDICT, contract.VERDICT_FILE, "Unknown"),
+            _output(contract.OUTPUT_FAILED_NODE_COUNT, contract.FAILED_NODE_COUNT_FILE, ""),
+        ],
+    )
+
+
+def embedded_category_workflow(template: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The category Workflow manifest a compiled category step starts (`{{workflow.*}}` not yet filled in),
+    or None for the certification Workflow's other templates; for tools and tests that read compiled output."""
+    for env in (template.get("container") or {}).get("env") or []:
+        if env.get("name") == contract.ENV_CATEGORY_WORKFLOW:
+            return load_yaml_mapping(env["value"], contract.ENV_CATEGORY_WORKFLOW)
+    return None
+
+
 def build_certification_workflow(
     target: WorkflowTarget, categories: Sequence[ResolvedCategory], arguments: Sequence[str]
 ) -> dict[str, Any]:
@@ -130,46 +211,32 @@ def build_certification_workflow(
         metadata["namespace"] = target.namespace
     if target.owner_references:
         metadata["owner_references"] = [m.OwnerReference(**reference) for reference in target.owner_references]
+    synchronization = m.Synchronization(mutexes=[m.Mutex(name=target.lock)]) if target.lock else None
     with Workflow(
         entrypoint=contract.TEMPLATE_CERTIFICATION,
+        on_exit=contract.TEMPLATE_STOP_CATEGORIES,
         service_account_name=contract.WORKFLOW_SERVICE_ACCOUNT,
         security_context=pod_security_context(),
+        pod_gc=pod_gc(),
+        synchronization=synchronization,
+        volumes=[m.Volume(name="scratch", empty_dir=m.EmptyDirVolumeSource())],
         **metadata,
     ) as workflow:
-        creators = [
-            Resource(
-                name=f"category-{category.index}",
-                action="create",
-                manifest=dump_yaml(
-                    category_workflow_manifest(
-                        target.certification, category, arguments=argument, step_image=target.step_image
-                    )
-                ),
-                set_owner_reference=True,
-                success_condition="status.phase == Succeeded",
-                failure_condition="status.phase in (Failed, Error)",
-            )
-            for category, argument in zip(categories, arguments, strict=True)
+        followers = [
+            _category_step(target, category, argument) for category, argument in zip(categories, arguments, strict=True)
         ]
-        verdict = Container(
-            name=contract.TEMPLATE_VERDICT,
-            image=target.step_image,
-            command=["nvcre-argo", "step"],
-            args=["verdict"],
+        _parent_step(contract.TEMPLATE_STOP_CATEGORIES, target, ["stop-categories"])
+        verdict = _parent_step(
+            contract.TEMPLATE_VERDICT,
+            target,
+            ["verdict"],
             # Argo resolves `steps.*` only in the calling step's own fields, so the phases arrive as an input.
             inputs=[Parameter(name="statuses")],
             env=[m.EnvVar(name=contract.ENV_STATUSES, value="{{inputs.parameters.statuses}}")],
-            resources=STEP_RESOURCES,
-            security_context=m.SecurityContext(
-                allow_privilege_escalation=False,
-                read_only_root_filesystem=True,
-                run_as_non_root=True,
-                capabilities=m.Capabilities(drop=["ALL"]),
-            ),
         )
         with Steps(name=contract.TEMPLATE_CERTIFICATION):
-            for name, creator in zip(names, creators, strict=True):
-                creator(name=name, continue_on=m.ContinueOn(failed=True, error=True))
+            for name, follower in zip(names, followers, strict=True):
+                follower(name=name, continue_on=m.ContinueOn(failed=True, error=True))
             statuses = ",".join(f"{name}={{{{steps.{name}.status}}}}" for name in names)
             verdict(name=contract.TEMPLATE_VERDICT, arguments=[Parameter(name="statuses", value=statuses)])
     result: dict[str, Any] = workflow.to_dict()

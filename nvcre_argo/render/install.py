@@ -82,17 +82,18 @@ def leader_election_rules() -> list[dict[str, Any]]:
 def workflow_rules() -> list[dict[str, Any]]:
     """What the step pods may do in the namespace their Workflows run in.
 
-    `workflows` get reads the step's own Workflow (uid, for owner references and ConfigMap names) and is the
-    GET the executor polls a resource step with; create is how the certification Workflow starts each
-    category Workflow (a resource step with `action: create`). `workflows/finalizers` update lets what the
-    steps create carry `blockOwnerDeletion` owner references to their Workflow on clusters that enforce
-    OwnerReferencesPermissionEnforcement (OpenShift; argo-hera-trainer.md §2.5); it grants nothing else."""
+    `workflows` get reads the step's own Workflow and its parent (for owner references, and to see it stop);
+    create and get are how a certification Workflow's category step starts and follows its category
+    Workflow; list and patch are how it stops them (`spec.shutdown`) when the certification Workflow stops.
+    `workflows/finalizers` update lets what the steps create carry `blockOwnerDeletion` owner references to
+    their Workflow on clusters that enforce OwnerReferencesPermissionEnforcement (OpenShift; argo-hera-trainer.md
+    §2.5); it grants nothing else."""
     return [
         _rule("", ("configmaps",), ("create", "get", "list", "patch", "update")),
         _rule("", ("events",), ("create",)),
         _rule("", ("pods",), READ),
         _rule("", ("pods/log",), ("get",)),
-        _rule(ARGO, ("workflows",), ("create", "get")),
+        _rule(ARGO, ("workflows",), ("create", "get", "list", "patch")),
         _rule(ARGO, ("workflows/finalizers",), ("update",)),
         _rule(ARGO, ("workflowtaskresults",), ("create", "patch")),
         _rule(TRAINER, ("trainingruntimes", "trainjobs"), (*READ, "create", "delete")),

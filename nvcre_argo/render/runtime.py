@@ -36,7 +36,8 @@ def render_runtime(
     if category.gang:
         # A gang admits all pods at once or none: a launcher gated on ready workers (dependsOn) or an ordered
         # startup would never be populated, so the gang never forms. The launcher waits for the workers'
-        # sshd itself instead (see the nccl-mpi catalog fragment).
+        # sshd itself instead (see the nccl-mpi catalog fragment). Under every gang scheduler, not only KAI as
+        # in the reference: Run:ai groups pods as KAI does (README, "Known differences from the reference").
         spec.get("template", {}).get("spec", {}).pop("startupPolicy", None)
         for replicated_job in pods.replicated_jobs(spec):
             replicated_job.pop("dependsOn", None)

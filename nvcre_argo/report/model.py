@@ -35,6 +35,8 @@ class CategoryResults:
     failed_nodes: Sequence[Mapping[str, Any]] = ()
     succeeded_nodes: Sequence[str] = ()
     figures: Mapping[str, float] = field(default_factory=dict)
+    # Result ConfigMaps the status names that no longer exist (deleted by hand or with an old owner).
+    missing: Sequence[str] = ()
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,7 @@ class CategoryReport:
     failed_nodes: tuple[FailedNode, ...]
     succeeded_nodes: tuple[str, ...]
     figures: tuple[tuple[str, float], ...]
+    missing_results: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -136,6 +139,7 @@ def build_report(
                 failed_nodes=_failed_nodes(decoded.failed_nodes),
                 succeeded_nodes=tuple(sorted(set(decoded.succeeded_nodes) - {""})),
                 figures=tuple(sorted((str(key), float(value)) for key, value in decoded.figures.items())),
+                missing_results=tuple(decoded.missing),
             )
         )
     union = sorted({node.name for category in categories for node in category.failed_nodes})

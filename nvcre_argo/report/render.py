@@ -66,6 +66,10 @@ def _category_text(category: CategoryReport, total: int) -> list[str]:
     lines.append(f"  Nodes:     {len(category.succeeded_nodes)} passed, {len(category.failed_nodes)} failed")
     if category.message:
         lines.append(f"  Message:   {escape(category.message)}")
+    lines.extend(
+        f"  Missing:   ConfigMap {escape(name)} no longer exists: its nodes cannot be listed"
+        for name in category.missing_results
+    )
     if category.figures:
         width = max(len(escape(key)) for key, _ in category.figures)
         lines.append("  Figures:")
@@ -132,6 +136,7 @@ def report_dict(report: Report) -> dict[str, Any]:
                     for node in category.failed_nodes
                 ],
                 "succeededNodes": list(category.succeeded_nodes),
+                "missingResults": list(category.missing_results),
             }
             for category in report.categories
         ],

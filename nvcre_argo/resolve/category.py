@@ -12,15 +12,16 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from nvcre_argo.api.options import THRESHOLD_KEYS, CategoryOptions
+from nvcre_argo.api.options import CategoryOptions
 from nvcre_argo.api.spec import CertificationSpec, TargetSpec
 from nvcre_argo.catalog.loader import Catalog
 from nvcre_argo.catalog.model import CatalogEntry
-from nvcre_argo.cel import threshold_problem
-from nvcre_argo.errors import FieldError, MapKey
+from nvcre_argo.errors import FieldError
 from nvcre_argo.quantity import parse_quantity
 from nvcre_argo.resolve.labels import GangScheduling, merge_workload_labels, resolve_gang
 from nvcre_argo.resolve.options import EffectiveOptions, merge_options
+from nvcre_argo.resolve.thresholds import resolve_thresholds
+from nvcre_argo.resolve.unimplemented import unimplemented_option_errors
 
 DEFAULT_LIMITS = {"cpu": "128", "memory": "800Gi"}
 DEFAULT_REQUESTS = {"cpu": "64", "memory": "500Gi"}
@@ -71,10 +72,11 @@ class ResolvedCategory(_Resolved):
 
 
 def resolve_certification(spec: CertificationSpec, catalog: Catalog) -> tuple[list[ResolvedCategory], list[FieldError]]:
-    """Every category resolved, or every error found across all of them (in category order)."""
+    """Every category resolved, or every error found across all of them (options the tool does not implement
+    first, then category by category)."""
     gang = resolve_gang(spec)
     resolved: list[ResolvedCategory] = []
-    errors: list[FieldError] = []
+    errors: list[FieldError] = unimplemented_option_errors(spec)
     for index, category in enumerate(spec.categories):
         entry = catalog.find(category.domain, category.variant)
         if entry is None:
@@ -86,6 +88,17 @@ def resolve_certification(spec: CertificationSpec, catalog: Catalog) -> tuple[li
         if result is not None:
             resolved.append(result)
     return resolved, errors
+
+
+def resolution_warnings(spec: CertificationSpec, catalog: Catalog) -> list[FieldError]:
+    """What resolving leaves out without failing, for the user to hear about: spec-level thresholds dropped for
+    a category that cannot measure them (see `resolve/thresholds.py`), in category order."""
+    warnings: list[FieldError] = []
+    for index, category in enumerate(spec.categories):
+        entry = catalog.find(category.domain, category.variant)
+        if entry is not None:
+            warnings += resolve_thresholds(merge_options(spec, index), entry, index).warnings
+    return warnings
 
 
 def _unknown_category(index: int, domain: str, variant: str, catalog: Catalog) -> FieldError:
@@ -105,8 +118,8 @@ def _resolve_category(
     options = effective.options
     labels = merge_workload_labels(catalog_labels=entry.labels, spec=spec, index=index, gang=gang)
     resources, resource_errors = _resolve_resources(effective, entry)
-    thresholds, threshold_errors = _resolve_thresholds(effective)
-    errors = [*labels.errors, *resource_errors, *threshold_errors, *_placement_errors(effective, entry)]
+    thresholds = resolve_thresholds(effective, entry, index)
+    errors = [*labels.errors, *resource_errors, *thresholds.errors, *_placement_errors(effective, entry, index)]
     if errors:
         return None, errors
     category = spec.categories[index]
@@ -124,7 +137,7 @@ def _resolve_category(
             image=options.image,
             image_pull_secrets=[secret.name for secret in options.image_pull_secrets or []],
             source_repo=options.source_repo,
-            thresholds=thresholds,
+            thresholds=thresholds.thresholds,
             timeout_per_job=options.timeout_per_job or entry.defaults.timeout_per_job,
             enable_mnnvl=options.enable_mnnvl,
         ),
@@ -161,9 +174,13 @@ def _resolve_resources(
     return ResolvedResources(limits=limits, requests=requests), errors
 
 
-def _placement_errors(effective: EffectiveOptions, entry: CatalogEntry) -> list[FieldError]:
+def _placement_errors(effective: EffectiveOptions, entry: CatalogEntry, index: int) -> list[FieldError]:
     """Grouping choices that can be refused before any node is looked at (the plan step would refuse them
-    too, hours later, after the categories before it ran)."""
+    too, hours later, after the categories before it ran).
+
+    A missing nodesPerJob under `placement: Unpinned` is reported per category, at the category and naming
+    it, as the reference does: a global placement is fine for a category that sets its own nodesPerJob, so
+    the category is what needs fixing, not the placement."""
     options, errors = effective.options, []
     if options.test_scale == "diagnose":
         errors.append(
@@ -177,9 +194,10 @@ def _placement_errors(effective: EffectiveOptions, entry: CatalogEntry) -> list[
         if options.nodes_per_job is None:
             errors.append(
                 FieldError(
-                    effective.origin("placement"),
-                    "rule",
-                    "placement Unpinned needs nodesPerJob: the scheduler picks exactly that many target nodes",
+                    ("spec", "categories", index),
+                    "required",
+                    f"{entry.key}: placement Unpinned requires an explicit nodesPerJob (the scheduler picks "
+                    "exactly that many target nodes); set it in this category's options or at spec.nodesPerJob",
                 )
             )
         grouped = (
@@ -196,22 +214,3 @@ def _placement_errors(effective: EffectiveOptions, entry: CatalogEntry) -> list[
                 )
             )
     return errors
-
-
-def _resolve_thresholds(effective: EffectiveOptions) -> tuple[dict[str, str], list[FieldError]]:
-    thresholds = effective.options.thresholds or {}
-    path = effective.origin("thresholds")
-    unknown = sorted(key for key in thresholds if key not in THRESHOLD_KEYS)
-    errors = []
-    if unknown:
-        errors.append(
-            FieldError(
-                path,
-                "unknown-threshold",
-                f"unknown threshold key(s) [{', '.join(unknown)}]; valid keys: [{', '.join(THRESHOLD_KEYS)}]",
-            )
-        )
-    for key, expression in thresholds.items():
-        if key in THRESHOLD_KEYS and (problem := threshold_problem(expression)):
-            errors.append(FieldError((*path, MapKey(key)), "invalid-threshold", f'Threshold "{key}": {problem}'))
-    return dict(sorted(thresholds.items())), errors

@@ -8,6 +8,11 @@ step never finished) counts as a failed workload on all its nodes: nothing is si
 did not pass with no node to blame (its measurement could not be read) fails the category without failing
 a node. Each ConfigMap is written in one request, and its name is published (as the step's outputs) only
 after it exists.
+
+The two result ConfigMaps outlive the Workflows: a Certification's status points at them long after Argo's
+TTL, `argo delete` or a deleted certification Workflow removed the Workflows. So they are owned by the
+Certification when the certification Workflow was started for one (the watcher's `--submit`), and otherwise
+by nothing, found by their labels.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nvcre_argo.kube.client import KubeClient
-from nvcre_argo.kube.resources import CONFIGMAPS
+from nvcre_argo.kube.resources import CONFIGMAPS, WORKFLOWS
 from nvcre_argo.names import LABEL_RECORD, LABEL_WORKFLOW, failed_nodes_configmap, succeeded_nodes_configmap
 from nvcre_argo.results import (
     WORKLOAD_FAILED,
@@ -55,6 +60,25 @@ class RecordOutcome:
         return "; ".join(parts) or "passed"
 
 
+CERTIFICATION_KIND = "Certification"
+
+
+def _owners_of_kind(obj: dict[str, Any] | None, kind: str) -> list[dict[str, Any]]:
+    return [
+        owner for owner in ((obj or {}).get("metadata") or {}).get("ownerReferences") or [] if owner["kind"] == kind
+    ]
+
+
+def result_owners(kube: KubeClient, context: StepContext) -> list[dict[str, Any]]:
+    """The Certification this run was started for, as the results' owner; none when started by hand."""
+    workflow = kube.get(WORKFLOWS, context.workflow_name, context.namespace)
+    for parent_ref in _owners_of_kind(workflow, "Workflow"):
+        parent = kube.get(WORKFLOWS, parent_ref["name"], context.namespace)
+        for owner in _owners_of_kind(parent, CERTIFICATION_KIND):
+            return [{key: owner[key] for key in ("apiVersion", "kind", "name", "uid")}]
+    return []
+
+
 def record_step(kube: KubeClient, context: StepContext, *, report: Callable[[str], None] = print) -> RecordOutcome:
     plan = load_plan(kube, context)
     selector = f"{LABEL_WORKFLOW}={context.workflow_name},{LABEL_RECORD}={RECORD_GROUP_RESULT}"
@@ -82,7 +106,7 @@ def record_step(kube: KubeClient, context: StepContext, *, report: Callable[[str
     succeeded_name = succeeded_nodes_configmap(context.workflow_uid)
     common: dict[str, Any] = {
         "namespace": context.namespace,
-        "owner_references": context.owner_references(),
+        "owner_references": result_owners(kube, context),
         "labels": context.labels(),
     }
     kube.create_or_replace(failed_nodes_configmap_manifest(failed_name, nodes=failed, **common))

@@ -21,6 +21,7 @@ from typing import Any
 
 from nvcre_argo.kube.client import ApiError, KubeClient
 from nvcre_argo.kube.resources import NODES, PODS, TRAINJOBS, owned_by
+from nvcre_argo.measure.nccl import data_check_failure
 from nvcre_argo.names import LABEL_GROUP, LABEL_RECORD, group_result_configmap, runtime_name, trainjob_name
 from nvcre_argo.plan.selection import target_label_selector
 from nvcre_argo.render.trainjob import render_trainjob
@@ -287,6 +288,9 @@ def _succeeded(
     if measure is None or kind == "exit-code":
         return IterationResult(iteration, name, True, f"TrainJob/{name} completed")
     log_text, source = _primary_log(kube, context, pods)
+    if kind == "nccl-bandwidth" and (corrupted := data_check_failure(log_text)):
+        # Corrupted data fails the workload whatever its bandwidth (nccl-tests exits 1 for it; a wrapper may not).
+        return _failed(iteration, name, f"TrainJob/{name} completed but {corrupted}", nodes, WORKLOAD_FAILED)
     values, violations = measure(context, log_text)
     if violations:
         message = "; ".join(violations)

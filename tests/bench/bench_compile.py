@@ -27,6 +27,7 @@ import yaml
 from nvcre_argo.catalog.loader import Catalog, load_catalog
 from nvcre_argo.compiler import CompileOptions, compile_certifications
 from nvcre_argo.loading import LoadedCertification, load_certifications, parse_certification
+from nvcre_argo.render.certification_workflow import embedded_category_workflow
 from nvcre_argo.yamlio import dump_yaml
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -83,7 +84,8 @@ def verdict(met: bool) -> str:
 
 
 def manifests(workflow: dict[str, Any]) -> list[str]:
-    return [template["resource"]["manifest"] for template in workflow["spec"]["templates"] if "resource" in template]
+    embedded = (embedded_category_workflow(template) for template in workflow["spec"]["templates"])
+    return [json.dumps(manifest, sort_keys=True) for manifest in embedded if manifest is not None]
 
 
 def main(argv: list[str]) -> int:

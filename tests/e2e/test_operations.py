@@ -2,6 +2,7 @@
 
 - A Certification applied with ``kubectl apply`` is compiled and submitted by the watcher (installed by
   ``nvcre-argo install``, running as a real pod) and its status follows the run to PASSED.
+  Deleting the Workflows afterwards (``argo delete``) keeps the results ``nvcre-argo report`` reads.
 - Argo's workflow-controller killed (SIGKILL) mid-run and started again: the certification still completes,
   and each group's TrainJob was created exactly once.
 """
@@ -36,6 +37,26 @@ def test_a_certification_applied_with_kubectl_is_run_by_the_watcher_to_passed(
     (parent,) = scenario.names(scenario.workflows(api, namespace, "nvcre.nvidia.com/role=certification"))
     assert scenario.wait_workflow_done(api, namespace, parent, timeout_s=120) == "Succeeded"
     assert len(scenario.category_nodes(api, namespace, category).succeeded) == 8
+
+    # `argo delete` of the certification Workflow (its category Workflow goes with it): the results the
+    # Certification points at are owned by the Certification, so the report still lists every node.
+    k8s.CustomObjectsApi(api).delete_namespaced_custom_object(
+        *scenario.ARGO, namespace, "workflows", parent, propagation_policy="Foreground"
+    )
+    scenario.wait_for(
+        "the Workflows to be deleted",
+        lambda: not scenario.workflows(api, namespace),
+        timeout_s=120,
+        describe=lambda: scenario.workflow_tree(api, namespace),
+    )
+    report = json.loads(
+        scenario.run_cli("report", "gpu-cluster-cert", "-n", namespace, "-o", "json", kubeconfig=sim.kubeconfig).stdout
+    )
+    (reported,) = report["categories"]
+    assert reported["nodesPassed"] == 8, report
+    assert reported["missingResults"] == []
+    owners = k8s.CoreV1Api(api).read_namespaced_config_map(category["succeededNodesRef"]["name"], namespace)
+    assert [owner.kind for owner in owners.metadata.owner_references] == ["Certification"]
 
 
 def test_the_certification_completes_when_argos_controller_is_killed_mid_run(

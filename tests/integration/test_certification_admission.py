@@ -71,6 +71,27 @@ def test_the_api_server_and_the_loader_agree_on_acceptance(kube: KubeClient, cor
     )
 
 
+@pytest.mark.parametrize("name", ["cpu", "memory"])
+def test_a_negative_quantity_pair_gets_the_same_two_causes_from_the_api_server_and_the_loader(
+    kube: KubeClient, corpus_namespace: str, name: str
+) -> None:
+    # Issue 12 item 4(a): cpu and memory share their CEL text; the loader once reported both messages at each path.
+    document = copy.deepcopy(BASE)
+    document["spec"]["resources"] = {"limits": {name: "-1"}, "requests": {name: "-2"}}
+    document = _in_namespace(document, corpus_namespace, f"negative-{name}")
+
+    server, server_says = _server_accepts(kube, document, corpus_namespace)
+    loader, loader_says = _loader_accepts(document)
+
+    assert (server, loader) == (False, False)
+    causes = [f"spec.resources.{side}.{name}" for side in ("limits", "requests")]
+    assert loader_says.splitlines() == [f"corpus: {path}: {name} must be a non-negative quantity" for path in causes]
+    # The server prints each cause as `<path>: Invalid value: "string": <message>`, and only those two.
+    assert server_says.count("must be a non-negative quantity") == 2, server_says
+    assert all(f"{path}: Invalid value" in server_says for path in causes), server_says
+    assert f"{'memory' if name == 'cpu' else 'cpu'} must be" not in server_says
+
+
 def _create(kube: KubeClient, namespace: str, name: str, document: dict[str, Any] | None = None) -> dict[str, Any]:
     return kube.create(_in_namespace(document or BASE, namespace, name))
 

@@ -122,12 +122,12 @@ def test_the_api_server_accepts_the_rendered_runtime_and_trainjob_of_every_entry
 
 def test_strict_field_validation_rejects_a_misspelled_field(kube: KubeClient, namespace: str) -> None:
     workflow = compile_case("seed-example", CompileOptions(namespace=namespace))
-    resource = workflow["spec"]["templates"][0]["resource"]
-    resource["sucessCondition"] = resource.pop("successCondition")
+    retry = workflow["spec"]["templates"][0]["retryStrategy"]
+    retry["retryPolcy"] = retry.pop("retryPolicy")
 
     (problem,) = rejections(kube, [workflow])
 
-    assert 'unknown field "spec.templates[0].resource.sucessCondition"' in problem
+    assert 'unknown field "spec.templates[0].retryStrategy.retryPolcy"' in problem
 
 
 def test_the_api_server_rejects_a_pinned_name_that_is_not_a_dns_name(kube: KubeClient, namespace: str) -> None:

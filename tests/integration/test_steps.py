@@ -32,6 +32,7 @@ import pytest
 from nvcre_argo import contract
 from nvcre_argo.kube.client import Backoff, KubeClient, connect
 from nvcre_argo.kube.resources import CONFIGMAPS, NODES, TRAINING_RUNTIMES, TRAINJOBS
+from nvcre_argo.names import LABEL_WORKFLOW
 from nvcre_argo.plan.model import Exclusion, NodeGroup, Plan, PlanError
 from nvcre_argo.plan.storage import plan_from_configmap
 from nvcre_argo.render.certification_workflow import category_arguments
@@ -454,6 +455,79 @@ def test_a_completed_group_below_its_bandwidth_threshold_fails_every_node_with_t
     assert all("busBandwidthGBps" in message for _, _, message in failures(result))
 
 
+class LogServingKube(KubeClient):
+    """The product's client on the same connection, answering pods/log with `log` (no kubelet serves it here)."""
+
+    def __init__(self, kube: KubeClient, log: str) -> None:
+        super().__init__(kube._api, backoff=Backoff(sleep=_no_wait), namespace=kube.namespace)
+        self.log = log
+
+    def read_log(self, namespace: str, pod: str, *, container: str | None = None, limit_bytes: int = 65536) -> str:
+        del namespace, pod, container
+        return self.log[-limit_bytes:]
+
+
+# NCCL_LOG with 3 wrong values in the out-of-place half of the largest size, at full bandwidth: nccl-tests'
+# data check counted them (footer) and exits 1, but a wrapper script may exit 0 (issue 12 item 5).
+CORRUPTED_NCCL_LOG = NCCL_LOG.replace("375.00      0", "375.00      3").replace(
+    "# Out of bounds values : 0 OK", "# Out of bounds values : 3 FAILED"
+)
+
+
+def test_a_completed_group_whose_nccl_data_check_found_wrong_values_fails_every_node_as_workload_failed(
+    kube: KubeClient, nodes: NodeSet
+) -> None:
+    assert "375.00      3" in CORRUPTED_NCCL_LOG
+    members = nodes.add_many(2)
+    serving = LogServingKube(kube, CORRUPTED_NCCL_LOG)
+    step = make_step(serving, nodes, ALL_REDUCE, {"thresholds": {"busBandwidthGBps": "value >= 300.0"}})
+    # The launcher's pod: its log is where nccl-tests prints, and it exited 0.
+    create_rank_pod(
+        kube,
+        step.namespace,
+        name=f"{TRAINJOB}-launcher-0-0-k2x9q",
+        trainjob=TRAINJOB,
+        node=members[0],
+        exit_code=0,
+        reason="Completed",
+        replicated_job="launcher",
+    )
+
+    result, _ = step.run("g0", [(1, step.complete())], measure=measure_log)  # measured from the served log
+
+    assert not result.succeeded
+    (iteration,) = result.iterations
+    # Bandwidth passed its threshold (375 >= 300): corrupted data fails the group anyway, on every node, since
+    # nothing says which node corrupted it; WorkloadFailed, as when nccl-tests exits 1 for the same finding.
+    assert {(node, reason) for node, reason, _ in failures(result)} == {(node, "WorkloadFailed") for node in members}
+    assert iteration.message == (
+        f"TrainJob/{TRAINJOB} completed but nccl-tests counted 3 wrong values in its data check (#wrong): "
+        "the collective corrupted data"
+    )
+
+
+def test_a_completed_group_with_a_clean_nccl_data_check_passes_with_its_measurements(
+    kube: KubeClient, nodes: NodeSet
+) -> None:
+    members = nodes.add_many(2)
+    step = make_step(LogServingKube(kube, NCCL_LOG), nodes, ALL_REDUCE)
+    create_rank_pod(
+        kube,
+        step.namespace,
+        name=f"{TRAINJOB}-launcher-0-0-p3m7v",
+        trainjob=TRAINJOB,
+        node=members[0],
+        exit_code=0,
+        reason="Completed",
+        replicated_job="launcher",
+    )
+
+    result, _ = step.run("g0", [(1, step.complete())], measure=measure_log)
+
+    assert result.succeeded
+    assert result.iterations[0].measurements == {"algBandwidthGBps": 200.0, "busBandwidthGBps": 375.0}
+
+
 def test_a_failed_trainjob_blames_only_the_node_whose_rank_failed_first(kube: KubeClient, nodes: NodeSet) -> None:
     members = nodes.add_many(2)
     step = make_step(kube, nodes, ALL_REDUCE)
@@ -751,7 +825,9 @@ def test_the_record_step_writes_the_reference_configmaps_from_every_group_result
     assert shell_decode(failed["binaryData"]["failed-nodes.json.gz"]) == expected_failed
     assert shell_decode(succeeded["binaryData"]["succeeded-nodes.csv.gz"]) == ",".join(nodes.names(["n0", "n1"]))
     for configmap in (failed, succeeded):
-        assert configmap["metadata"]["ownerReferences"] == [owner_reference(step.context)]
+        # Results outlive the Workflows: a run started by hand (no Certification above it) leaves them unowned.
+        assert "ownerReferences" not in configmap["metadata"]
+        assert configmap["metadata"]["labels"][LABEL_WORKFLOW] == step.context.workflow_name
         assert set(configmap.get("binaryData", {})) | set(configmap.get("data", {})) == set(configmap["binaryData"]), (
             "one key, binaryData only"
         )

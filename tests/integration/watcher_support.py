@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import copy
 import itertools
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
-
-import yaml
 
 from nvcre_argo.catalog.loader import Catalog
 from nvcre_argo.compiler import CompileOptions, compile_certification
@@ -34,6 +33,7 @@ from nvcre_argo.kube.client import KubeClient
 from nvcre_argo.kube.resources import CERTIFICATIONS, CRDS, EVENTS, WORKFLOWS
 from nvcre_argo.loading import LoadedCertification, parse_certification
 from nvcre_argo.names import LABEL_CERTIFICATION, LABEL_ROLE, ROLE_PARENT
+from nvcre_argo.render.certification_workflow import embedded_category_workflow
 from nvcre_argo.yamlio import load_yaml_documents
 
 T = TypeVar("T")
@@ -147,11 +147,13 @@ def owner_reference(owner: Mapping[str, Any], *, controller: bool = True) -> dic
 
 
 def category_manifest(parent: Mapping[str, Any], index: int) -> dict[str, Any]:
-    """The category Workflow Argo's resource step `category-<index>` creates: the template's manifest with the
-    workflow variables substituted, in the parent's namespace and owned by it (`setOwnerReference: true`)."""
+    """The category Workflow the step `category-<index>` creates: the embedded manifest with the workflow
+    variables substituted, in the parent's namespace and owned by it (as `nvcre-argo step category` does)."""
     (template,) = [item for item in parent["spec"]["templates"] if item["name"] == f"category-{index}"]
     metadata = parent["metadata"]
-    text = template["resource"]["manifest"]
+    embedded = embedded_category_workflow(template)
+    assert embedded is not None, f"category-{index} starts no category Workflow"
+    text = json.dumps(embedded)
     for variable, value in (
         ("workflow.name", metadata["name"]),
         ("workflow.namespace", metadata["namespace"]),
@@ -159,10 +161,9 @@ def category_manifest(parent: Mapping[str, Any], index: int) -> dict[str, Any]:
     ):
         text = text.replace("{{" + variable + "}}", value)
     assert "{{" not in text, f"unsubstituted Argo variable in the category-{index} manifest"
-    manifest: dict[str, Any] = yaml.safe_load(text)
+    manifest: dict[str, Any] = json.loads(text)
     manifest["metadata"]["namespace"] = metadata["namespace"]
-    if template["resource"].get("setOwnerReference"):
-        manifest["metadata"]["ownerReferences"] = [owner_reference(parent)]
+    manifest["metadata"]["ownerReferences"] = [owner_reference(parent)]
     return manifest
 
 

@@ -202,6 +202,20 @@ def test_both_request_limit_violations_of_one_resources_block_are_reported() -> 
     ]
 
 
+@pytest.mark.parametrize("name", ["cpu", "memory"])
+def test_a_negative_quantity_pair_reports_exactly_its_own_two_causes(name: str) -> None:
+    # The reference (and the API server) report one cause per negative value, in its own words; the cpu and
+    # memory rules share their CEL text, and a lookup by text once added the other's message (issue 12 item 4a).
+    document = build(mutate(f"{OPTIONS}.resources", {"limits": {name: "-1"}, "requests": {name: "-2"}}))
+
+    error = _errors(dump_yaml(document))
+
+    assert [(format_path(problem.path), problem.message) for problem in error.errors] == [
+        (f"{OPTIONS}.resources.limits.{name}", f"{name} must be a non-negative quantity"),
+        (f"{OPTIONS}.resources.requests.{name}", f"{name} must be a non-negative quantity"),
+    ]
+
+
 # --- Streams: several documents, syntax errors, nothing at all -----------------------------------------------------
 
 

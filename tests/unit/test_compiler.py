@@ -40,6 +40,7 @@ from nvcre_argo.cli.main import cli
 from nvcre_argo.compiler import CompileOptions, compile_certifications
 from nvcre_argo.loading import LoadedCertification, load_certifications, parse_certification
 from nvcre_argo.names import category_step_names
+from nvcre_argo.render.certification_workflow import DEFAULT_LOCK, embedded_category_workflow
 from nvcre_argo.yamlio import dump_yaml
 from tests.support.argo_semantics import (
     Problem,
@@ -185,7 +186,8 @@ def category_manifests(workflow: dict[str, Any], parent_name: str | None = None)
     templates = templates_by_name(workflow)
     manifests = []
     for step in category_steps(workflow):
-        manifest: dict[str, Any] = yaml.safe_load(templates[step["template"]]["resource"]["manifest"])
+        manifest = embedded_category_workflow(templates[step["template"]])
+        assert manifest is not None, f"step {step['name']} starts no category Workflow"
         if parent_name is not None:
             name = manifest["metadata"]["name"]
             manifest["metadata"]["name"] = name.replace(PARENT_NAME_IN_MANIFEST, parent_name)
@@ -305,17 +307,46 @@ def test_the_verdict_step_runs_last_alone_and_sees_every_category(case: str) -> 
 
 
 @pytest.mark.parametrize("case", ALL_CASES)
-def test_category_steps_survive_a_failed_category_and_wait_for_its_phase(case: str) -> None:
+def test_category_steps_survive_a_failed_category_and_follow_it_idempotently(case: str) -> None:
     workflow = compiled_case(case)
     templates = templates_by_name(workflow)
 
     for step in category_steps(workflow):
-        resource = templates[step["template"]]["resource"]
+        template = templates[step["template"]]
+        env = {item["name"]: item["value"] for item in template["container"]["env"]}
         assert step["continueOn"] == {"failed": True, "error": True}
-        assert resource["action"] == "create"
-        assert resource["setOwnerReference"] is True
-        assert resource["successCondition"] == "status.phase == Succeeded"
-        assert resource["failureCondition"] == "status.phase in (Failed, Error)"
+        assert template["container"]["args"] == ["category"]
+        # A retried step follows the Workflow it started (deterministic name), so Error is retried.
+        assert template["retryStrategy"] == {"limit": "3", "retryPolicy": "OnError"}
+        assert env[contract.ENV_WORKFLOW_UID] == "{{workflow.uid}}"
+        assert [output["name"] for output in template["outputs"]["parameters"]] == [
+            contract.OUTPUT_CATEGORY_WORKFLOW,
+            contract.OUTPUT_VERDICT,
+            contract.OUTPUT_FAILED_NODE_COUNT,
+        ]
+        assert all("default" in output["valueFrom"] for output in template["outputs"]["parameters"])
+
+
+@pytest.mark.parametrize("case", ALL_CASES)
+def test_the_certification_workflow_stops_its_categories_holds_the_lock_and_keeps_failed_pods(case: str) -> None:
+    spec = compiled_case(case)["spec"]
+    templates = templates_by_name(compiled_case(case))
+
+    assert spec["onExit"] == contract.TEMPLATE_STOP_CATEGORIES
+    assert templates[contract.TEMPLATE_STOP_CATEGORIES]["container"]["args"] == ["stop-categories"]
+    assert spec["synchronization"] == {"mutexes": [{"name": DEFAULT_LOCK}]}
+    assert spec["podGC"] == {"strategy": "OnPodSuccess", "deleteDelayDuration": "10m"}
+
+
+def test_the_lock_can_be_renamed_or_dropped() -> None:
+    renamed = yaml.safe_load(invoke(str(SEED_EXAMPLE), "--lock", "pool-a").stdout)
+    unlocked = yaml.safe_load(invoke(str(SEED_EXAMPLE), "--no-lock").stdout)
+    refused = invoke(str(SEED_EXAMPLE), "--lock", "Pool A")
+
+    assert renamed["spec"]["synchronization"] == {"mutexes": [{"name": "pool-a"}]}
+    assert "synchronization" not in unlocked["spec"]
+    assert refused.exit_code == 2
+    assert "Pool A" in refused.output
 
 
 @pytest.mark.parametrize("case", ALL_CASES)
@@ -444,14 +475,14 @@ def test_every_committed_workflow_template_passes_the_strict_argo_crd_schema(pat
 @pytest.mark.parametrize("argo_version", ARGO_VERSIONS)
 def test_the_strict_schema_rejects_a_misspelled_field_in_a_compiled_workflow(argo_version: str) -> None:
     workflow = copy.deepcopy(compiled_case(SEED))
-    resource = workflow["spec"]["templates"][0]["resource"]
-    resource["sucessCondition"] = resource.pop("successCondition")
+    retry = workflow["spec"]["templates"][0]["retryStrategy"]
+    retry["retryPolcy"] = retry.pop("retryPolicy")
 
     errors = validation_errors("Workflow", workflow, argo_version)
 
     assert len(errors) == 1
-    assert errors[0].startswith("spec.templates[0].resource: Additional properties are not allowed")
-    assert "sucessCondition" in errors[0]
+    assert errors[0].startswith("spec.templates[0].retryStrategy: Additional properties are not allowed")
+    assert "retryPolcy" in errors[0]
 
 
 def test_workflow_templates_holds_exactly_one_template_per_catalog_entry() -> None:
@@ -852,13 +883,13 @@ def test_a_pinned_name_that_is_not_a_dns_label_is_an_error() -> None:
     assert result.stdout == ""
 
 
-def test_the_step_image_is_used_by_the_verdict_step() -> None:
+def test_the_step_image_is_used_by_every_step_of_the_certification_workflow() -> None:
     result = invoke(str(SEED_EXAMPLE), "--step-image", "registry.example.com/nvcre-argo:test")
     workflow = yaml.safe_load(result.stdout)
-    images = [template["container"]["image"] for template in workflow["spec"]["templates"] if "container" in template]
+    images = {template["container"]["image"] for template in workflow["spec"]["templates"] if "container" in template}
 
     assert result.exit_code == 0
-    assert images == ["registry.example.com/nvcre-argo:test"]
+    assert images == {"registry.example.com/nvcre-argo:test"}
     assert templates_by_name(compiled_case(SEED))[contract.TEMPLATE_VERDICT]["container"]["image"] == (
         contract.DEFAULT_STEP_IMAGE
     )

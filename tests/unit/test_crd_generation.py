@@ -17,12 +17,18 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
+from click.testing import CliRunner
 from pydantic import BaseModel
 
 from nvcre_argo.api.certification import Certification
-from nvcre_argo.api.crd import CRD_FILE_NAME, build_crd
+from nvcre_argo.api.crd import CRD_FILE_NAME, build_crd, certification_schema
+from nvcre_argo.api.options import QUANTITY_RULES
+from nvcre_argo.api.rulecheck import rule_errors
+from nvcre_argo.api.rules import RULE_NAME_KEY
+from nvcre_argo.api.ruleset import RULES_BY_NAME, RuleTwinError, _by_name, twin_of
 from nvcre_argo.api.spec import CertificationSpec
 from nvcre_argo.api.status import CertificationStatus
+from nvcre_argo.cli.main import cli
 from nvcre_argo.errors import MapKey, PathElement, format_path
 from nvcre_argo.yamlio import dump_yaml
 from tests.unit.corpus import INVALID, SCHEMA_KINDS, VALID, Case
@@ -231,6 +237,87 @@ def test_every_cel_rule_has_a_rule_and_a_message(schema: dict[str, Any]) -> None
 )
 def test_cel_rules_sit_on_the_field_they_check(schema: dict[str, Any], path: str, message: str) -> None:
     assert (path, message) in {(where, rule["message"]) for where, rule in _validations(schema)}
+
+
+# --- Python twins of the CEL rules (issue 12 item 4a) ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def printed_schema() -> dict[str, Any]:
+    """The openAPIV3Schema exactly as `nvcre-argo crd` prints it."""
+    result = CliRunner().invoke(cli, ["crd"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    [version] = yaml.safe_load(result.stdout)["spec"]["versions"]
+    return dict(version["schema"]["openAPIV3Schema"])
+
+
+def test_the_loaders_schema_is_the_printed_crd_schema_plus_rule_names(printed_schema: dict[str, Any]) -> None:
+    named = certification_schema(rule_names=True)
+    stripped = [(path, {k: v for k, v in rule.items() if k != RULE_NAME_KEY}) for path, rule in _validations(named)]
+
+    assert stripped == _validations(printed_schema)
+    assert [path for path, rule in _validations(named) if RULE_NAME_KEY not in rule] == []
+
+
+def test_every_cel_rule_of_the_printed_crd_has_exactly_one_python_twin(printed_schema: dict[str, Any]) -> None:
+    # The rules sit at the same places in both schemas (previous test): the n-th printed rule is named by the n-th
+    # rule of the loader's copy. Its twin is the registered rule of that name, and no other registered rule says
+    # the same thing (same CEL and message), so no rule is ever checked twice or with another rule's message.
+    named = _validations(certification_schema(rule_names=True))
+    problems = []
+    for (path, printed), (_, with_name) in zip(_validations(printed_schema), named, strict=True):
+        same = [
+            twin for twin in RULES_BY_NAME.values() if (twin.cel, twin.message) == (printed["rule"], printed["message"])
+        ]
+        if len(same) != 1 or twin_of(with_name) is not same[0]:
+            problems.append((path, printed["message"], [twin.name for twin in same]))
+
+    assert problems == []
+
+
+def test_rules_sharing_cel_text_keep_their_own_twins() -> None:
+    # cpu and memory share their CEL text: looked up by text, one of them answered for both (issue 12 item 4a).
+    cpu, memory = QUANTITY_RULES
+    assert cpu.cel == memory.cel
+    assert (RULES_BY_NAME[cpu.name].message, RULES_BY_NAME[memory.name].message) == (
+        "cpu must be a non-negative quantity",
+        "memory must be a non-negative quantity",
+    )
+
+
+def test_every_registered_twin_is_used_by_the_crd(printed_schema: dict[str, Any]) -> None:
+    named = certification_schema(rule_names=True)
+    used = {rule[RULE_NAME_KEY] for _, rule in _validations(named)}
+
+    assert sorted(set(RULES_BY_NAME) - used) == []
+
+
+@pytest.mark.parametrize(
+    "validation",
+    [
+        pytest.param({"rule": "self.size() > 0", "message": "must not be empty"}, id="no-name"),
+        pytest.param({"rule": "self.size() > 0", "message": "must not be empty", RULE_NAME_KEY: "nope"}, id="unknown"),
+        pytest.param(
+            {
+                "rule": "self.size() > 0",
+                "message": "cpu must be a non-negative quantity",
+                RULE_NAME_KEY: "cpu-non-negative-quantity",
+            },
+            id="other-cel",
+        ),
+    ],
+)
+def test_a_schema_rule_without_a_python_twin_is_a_loud_error(validation: dict[str, Any]) -> None:
+    schema = {"type": "object", "properties": {"x": {"type": "string", "x-kubernetes-validations": [validation]}}}
+
+    with pytest.raises(RuleTwinError):
+        rule_errors({"x": "value"}, schema)
+
+
+def test_two_rules_of_the_same_name_are_refused_when_the_registry_is_built() -> None:
+    cpu, _ = QUANTITY_RULES
+    with pytest.raises(RuleTwinError, match="cpu-non-negative-quantity"):
+        _by_name([cpu, cpu])
 
 
 # --- Structural schema ------------------------------------------------------------------------------------------

@@ -111,7 +111,7 @@ def test_the_workflow_service_account_gets_exactly_what_the_steps_and_the_argo_e
         | expand(run, "", "configmaps", "get list create update patch")
         | expand(run, "", "events", "create")
         | expand(run, "trainer.kubeflow.org", "trainjobs trainingruntimes", "get list watch create delete")
-        | expand(run, "argoproj.io", "workflows", "get create")
+        | expand(run, "argoproj.io", "workflows", "get list create patch")
         | expand(run, "argoproj.io", "workflows/finalizers", "update")
         | expand(run, "argoproj.io", "workflowtaskresults", "create patch")
     )

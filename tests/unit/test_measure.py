@@ -6,10 +6,13 @@ formats) and Megatron-LM's `training_log`; every expected number below is worked
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from nvcre_argo.catalog.model import MEASURED_THRESHOLD_KEYS
 from nvcre_argo.measure.megatron import MegatronResult, parse_megatron_log, parse_training_line
-from nvcre_argo.measure.nccl import NcclRank, NcclTiming, parse_nccl_log
+from nvcre_argo.measure.nccl import NcclRank, NcclTiming, data_check_failure, parse_nccl_log
 from nvcre_argo.measure.thresholds import evaluate_thresholds, measured_values
 
 # Two nodes x 2 GPUs (busbw = algbw x 2(n-1)/n = 1.5 x algbw), NCCL_DEBUG=INFO lines interleaved, one time in
@@ -219,6 +222,42 @@ def test_measured_values_use_the_threshold_registry_keys() -> None:
             "avgTFLOPsPerGPU": 31984 / 76,
             "goodputRatio": 0.95,
         }
+    )
+
+
+@pytest.mark.parametrize(
+    ("kind", "values"),
+    [
+        pytest.param("nccl-bandwidth", lambda: measured_values(nccl=parse_nccl_log(ALL_REDUCE_LOG)), id="nccl"),
+        pytest.param(
+            "megatron-goodput", lambda: measured_values(megatron=parse_megatron_log(MEGATRON_LOG)), id="megatron"
+        ),
+    ],
+)
+def test_each_measurement_gives_exactly_the_threshold_keys_the_resolver_lets_it_check(kind: str, values: Any) -> None:
+    # The resolver drops (or refuses) thresholds outside MEASURED_THRESHOLD_KEYS[kind]; a key the parser gives
+    # but the table lacks would be dropped for nothing, a key the table has but the parser lacks always "missing".
+    assert tuple(sorted(values())) == tuple(sorted(MEASURED_THRESHOLD_KEYS[kind]))
+
+
+def test_a_clean_data_check_or_none_at_all_is_no_data_check_failure() -> None:
+    assert data_check_failure(ALL_REDUCE_LOG) is None
+    assert data_check_failure(NO_CHECK_LOG) is None  # -c 0: the check did not run, nothing is proven wrong
+    assert data_check_failure("") is None
+
+
+def test_wrong_values_in_the_data_check_are_a_failure_counting_them() -> None:
+    # PER_ITERATION_LOG: 3 wrong out-of-place + 1 in-place, and the footer's 4 out-of-bounds values.
+    assert data_check_failure(PER_ITERATION_LOG) == (
+        "nccl-tests counted 4 wrong values in its data check (#wrong): the collective corrupted data"
+    )
+
+
+def test_the_out_of_bounds_footer_alone_is_a_data_check_failure() -> None:
+    # A log whose rows were cut (kubelet rotation) but whose footer survived still proves the corruption.
+    footer_only = "# Out of bounds values : 2 FAILED\n# Avg bus bandwidth    : 123.854\n"
+    assert data_check_failure(footer_only) == (
+        "nccl-tests counted 2 wrong values in its data check (#wrong): the collective corrupted data"
     )
 
 

@@ -400,11 +400,27 @@ def test_an_unpinned_trainjob_still_requires_the_target_nodes() -> None:
     assert "nvidia.com/gpu.present" in text
 
 
-def test_under_kai_the_mpi_launcher_has_no_depends_on_gate() -> None:
-    runtime = rendered_case("communication/nccl-all-reduce", "kai", "defaults-h100").runtime
+@pytest.mark.parametrize("gang", ["kai", "runai"])
+def test_under_a_gang_scheduler_the_mpi_launcher_has_no_depends_on_gate(gang: str) -> None:
+    # Under runai-scheduler the reference keeps the gate; dropping it there too is a deliberate difference,
+    # recorded with its reason in the README ("Known differences from the reference"; issue 12 item 4c).
+    runtime = rendered_case("communication/nccl-all-reduce", gang, "defaults-h100").runtime
     for replicated_job in pods.replicated_jobs(runtime["spec"]):
         assert "dependsOn" not in replicated_job, replicated_job["name"]
     assert "startupPolicy" not in runtime["spec"]["template"]["spec"]
+
+
+def test_the_readme_records_why_the_launcher_gate_is_dropped_under_run_ai_too() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Known differences from the reference", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| MPI categories under `gangScheduler`")]
+
+    assert len(rows) == 1
+    cells = [cell.strip() for cell in rows[0].strip("|").split(" | ")]
+    assert len(cells) == 4, cells  # where, the reference, nvcre-argo, why
+    assert all(cells), cells
+    assert "runai-scheduler" in cells[1]
+    assert "dependsOn" in cells[1]
 
 
 def test_without_a_gang_scheduler_the_mpi_launcher_waits_for_the_workers() -> None:

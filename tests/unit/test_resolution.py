@@ -373,10 +373,10 @@ def test_per_category_thresholds_replace_the_global_map_wholesale(catalog: Catal
         catalog,
         {
             "thresholds": {"busBandwidthGBps": "value >= 300", "algBandwidthGBps": "value >= 200"},
-            "categories": [{**ALL_REDUCE, "options": {"thresholds": {"goodputRatio": "value >= 0.9"}}}, ALL_GATHER],
+            "categories": [{**ALL_REDUCE, "options": {"thresholds": {"busBandwidthGBps": "value >= 350"}}}, ALL_GATHER],
         },
     )
-    assert overriding.thresholds == {"goodputRatio": "value >= 0.9"}
+    assert overriding.thresholds == {"busBandwidthGBps": "value >= 350"}
     assert inheriting.thresholds == {"busBandwidthGBps": "value >= 300", "algBandwidthGBps": "value >= 200"}
 
 
@@ -568,7 +568,7 @@ def test_every_error_of_every_category_is_reported_in_category_order(catalog: Ca
                     **NEMOTRON,
                     "options": {"resources": {"limits": {"cpu": "8"}}, "thresholds": {"x": "value > 1"}},
                 },
-                {**ALL_REDUCE, "options": {"thresholds": {"goodputRatio": "value +"}}},
+                {**ALL_REDUCE, "options": {"thresholds": {"busBandwidthGBps": "value +"}}},
             ],
         },
     )
@@ -577,7 +577,7 @@ def test_every_error_of_every_category_is_reported_in_category_order(catalog: Ca
         ('spec.categories[1].options.workloadMetadata.labels["kai.scheduler/queue"]', "queue-conflict"),
         ("spec.categories[2].options.resources.requests.cpu", "rule"),
         ("spec.categories[2].options.thresholds", "unknown-threshold"),
-        ('spec.categories[3].options.thresholds["goodputRatio"]', "invalid-threshold"),
+        ('spec.categories[3].options.thresholds["busBandwidthGBps"]', "invalid-threshold"),
     ]
 
 
@@ -702,11 +702,44 @@ def test_diagnose_and_impossible_unpinned_placements_are_refused_at_compile_time
     assert {(path, kind) for path, kind, _ in errors} == {
         ("spec.categories[0].options.testScale", "unsupported"),
         ("spec.placement", "rule"),
+        ("spec.categories[1]", "required"),
     }
     messages = {message for _, _, message in errors}
-    assert "placement Unpinned needs nodesPerJob: the scheduler picks exactly that many target nodes" in messages
     assert "placement Unpinned cannot be combined with diagnostics/dcgm-level1, which runs one node per group" in (
         messages
+    )
+
+
+def test_unpinned_without_nodes_per_job_is_one_error_per_category_naming_it_at_its_path() -> None:
+    errors = _resolve_errors(
+        "spec:\n  target: {}\n  placement: Unpinned\n  categories:\n"
+        "  - {domain: communication, variant: nccl-all-reduce}\n"
+        "  - {domain: communication, variant: nccl-all-gather, options: {nodesPerJob: 4}}\n"
+        "  - {domain: training, variant: nemotron5-8b}\n"
+    )
+
+    # Issue 12 item 4(b): the reference names each offending category; a global placement is fine for the
+    # category that sets its own nodesPerJob, so the error is the category's, not spec.placement's.
+    assert sorted((path, kind) for path, kind, _ in errors) == [
+        ("spec.categories[0]", "required"),
+        ("spec.categories[2]", "required"),
+    ]
+    by_path = {path: message for path, _, message in errors}
+    assert by_path["spec.categories[0]"].startswith(
+        "communication/nccl-all-reduce: placement Unpinned requires an explicit nodesPerJob"
+    )
+    assert by_path["spec.categories[2]"].startswith(
+        "training/nemotron5-8b: placement Unpinned requires an explicit nodesPerJob"
+    )
+
+
+def test_a_global_nodes_per_job_satisfies_a_global_unpinned_placement() -> None:
+    assert (
+        _resolve_errors(
+            "spec:\n  target: {}\n  placement: Unpinned\n  nodesPerJob: 2\n  categories:\n"
+            "  - {domain: communication, variant: nccl-all-reduce}\n"
+        )
+        == set()
     )
 
 

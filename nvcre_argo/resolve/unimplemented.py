@@ -1,0 +1,72 @@
+"""Options the API accepts (the reference's schema) but nvcre-argo does not implement yet: refused when set.
+
+Why refuse: an option that is accepted and then ignored makes a Certification say something its run does not
+do (`enableCheckpoint: true` would checkpoint onto the pod's memory-backed workspace, with no PVC and no
+restart). The CRD keeps every reference field, so a Certification written for the reference still passes
+admission (`validate --admission-only`); compiling it fails here, with the option's field path, until the
+option is implemented. Only what the user wrote counts: catalog defaults (nemotron's maxRestarts 3,
+startupStallTimeoutSeconds 1200) are not options the user set, and a value that asks for exactly what happens
+anyway (`enableCheckpoint: false`, `rdmaDeviceAccess: devicePlugin`) is honoured, so accepted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from nvcre_argo.api.options import CategoryOptions
+from nvcre_argo.api.spec import CertificationSpec
+from nvcre_argo.errors import FieldError, Path
+from nvcre_argo.resolve.options import GLOBAL_PATH, category_path, option_alias
+
+_CHECKPOINT_PVC = "it configures the checkpoint PVC, which is never created; remove it"
+
+
+@dataclass(frozen=True)
+class _Unimplemented:
+    why: str
+    refused: Callable[[Any], bool] = lambda _value: True
+
+
+UNIMPLEMENTED_OPTIONS: Mapping[str, _Unimplemented] = MappingProxyType(
+    {
+        "enable_checkpoint": _Unimplemented(
+            "no checkpoint PVC is created, so checkpoints would be written to the pod's memory-backed workspace "
+            "and lost; remove it or set false",
+            refused=lambda value: value is True,
+        ),
+        "startup_stall_timeout_seconds": _Unimplemented(
+            "there is no stall detection (timeoutPerJob bounds every job); remove it"
+        ),
+        "storage_class_name": _Unimplemented(_CHECKPOINT_PVC),
+        "storage_size": _Unimplemented(_CHECKPOINT_PVC),
+        "save_top_k": _Unimplemented("checkpoints are not kept (no checkpoint PVC is created); remove it"),
+        "max_restarts": _Unimplemented("a failed job is never restarted from a checkpoint; remove it"),
+        "min_group_size": _Unimplemented(
+            "it sizes testScale diagnose (adaptive fault isolation), which is not supported yet; remove it"
+        ),
+        "measurement_timeout": _Unimplemented(
+            "the measurement is read once, from the finished workload's log, with no wait; remove it"
+        ),
+        "rdma_device_access": _Unimplemented(
+            "hostPath RDMA access (/dev/infiniband mounted into a privileged container); remove it or set "
+            "devicePlugin (RDMA devices come from the device plugin: see nicResourceName)",
+            refused=lambda value: value == "hostPath",
+        ),
+    }
+)
+
+
+def unimplemented_option_errors(spec: CertificationSpec) -> list[FieldError]:
+    """One error per unimplemented option the user set, globally or in a category, at its own path."""
+    levels: list[tuple[Path, CategoryOptions | None]] = [(GLOBAL_PATH, spec)]
+    levels += [(category_path(index), category.options) for index, category in enumerate(spec.categories)]
+    return [
+        FieldError((*path, option_alias(name)), "not-implemented", f"not implemented yet: {option.why}")
+        for path, options in levels
+        if options is not None
+        for name, option in UNIMPLEMENTED_OPTIONS.items()
+        if (value := getattr(options, name)) is not None and option.refused(value)
+    ]

@@ -1,0 +1,226 @@
+"""The certification Workflow's hold on its category Workflows: start each once, follow it, stop it with us.
+
+A category step of the certification Workflow runs `nvcre-argo step category`: it creates the category's
+Workflow under a deterministic name (`<parent>-<index>`) unless it exists, then follows it to its end. So a
+step that Argo retries, or whose pod was evicted, finds the Workflow it already started and waits for it
+again, instead of starting a second run on the same GPUs or letting the next category start early.
+
+Stop means stop. Argo's `stop`, `terminate`, a deadline or a deletion of the certification Workflow does not
+reach the Workflows it created (owner references only act on deletion). The step therefore watches its
+parent too: once the parent is shutting down, deleted or gone, it sets `spec.shutdown: Stop` on the category
+Workflow, whose own exit handler then deletes its unfinished TrainJobs and frees the GPUs. A parent-level
+exit handler (`nvcre-argo step stop-children`) does the same for every unfinished category Workflow, for a
+step pod that was killed before it could. A step pod stopped for any other reason (eviction, a drained node)
+leaves the category Workflow running: the retried step picks it up.
+
+Deciding is pure (`stop_reason`, `is_finished`, `CategoryOutcome`); the loop only reads and patches.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import copy
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from nvcre_argo.kube.client import ApiError, KubeClient
+from nvcre_argo.kube.resources import CONFIGMAPS, WORKFLOWS, owned_by
+from nvcre_argo.names import LABEL_CERTIFICATION, LABEL_ROLE, ROLE_CATEGORY, failed_nodes_configmap
+from nvcre_argo.results import FAILED_NODES_KEY, ResultsError, decode_failed_nodes
+
+FINISHED_PHASES = frozenset({"Succeeded", "Failed", "Error"})
+SHUTDOWN_STOP = "Stop"
+# How many failed nodes a step's message names; the rest are counted.
+MESSAGE_NODE_LIMIT = 5
+
+
+class ChildConflictError(Exception):
+    """A Workflow of the category's name exists and was not created by this certification Workflow."""
+
+
+@dataclass(frozen=True)
+class Parent:
+    """The certification Workflow a category step runs in."""
+
+    name: str
+    uid: str
+    namespace: str
+
+    def owner_reference(self) -> dict[str, Any]:
+        return {
+            "apiVersion": "argoproj.io/v1alpha1",
+            "kind": "Workflow",
+            "name": self.name,
+            "uid": self.uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+
+
+@dataclass(frozen=True)
+class CategoryOutcome:
+    """What a category step reports: its category Workflow, how it ended, and whom it blamed."""
+
+    key: str
+    workflow: str
+    phase: str
+    failed_nodes: tuple[str, ...] = ()
+    stopped: str | None = None  # why the step stopped the category Workflow, if it did
+
+    @property
+    def passed(self) -> bool:
+        return self.phase == "Succeeded" and self.stopped is None
+
+    @property
+    def verdict(self) -> str:
+        if self.stopped:
+            return "Stopped"
+        return "Passed" if self.passed else "Failed"
+
+    def summary(self) -> str:
+        """One line for the Argo UI: which category, its Workflow, and the failed nodes (bounded)."""
+        if self.stopped:
+            return f"{self.key}: stopped Workflow {self.workflow} because {self.stopped}"
+        if self.passed:
+            return f"{self.key}: passed (Workflow {self.workflow})"
+        count = len(self.failed_nodes)
+        if not count:
+            return f"{self.key}: {self.phase} with no node blamed (Workflow {self.workflow})"
+        named = ", ".join(self.failed_nodes[:MESSAGE_NODE_LIMIT])
+        more = f" and {count - MESSAGE_NODE_LIMIT} more" if count > MESSAGE_NODE_LIMIT else ""
+        return f"{self.key}: {count} node(s) failed: {named}{more} (Workflow {self.workflow})"
+
+
+def is_finished(workflow: Mapping[str, Any]) -> bool:
+    return (workflow.get("status") or {}).get("phase") in FINISHED_PHASES
+
+
+def stop_reason(parent: Mapping[str, Any] | None) -> str | None:
+    """Why the category Workflows must stop with their parent, or None while the parent runs on."""
+    if parent is None:
+        return "the certification Workflow is gone"
+    metadata = parent.get("metadata") or {}
+    if metadata.get("deletionTimestamp"):
+        return "the certification Workflow is being deleted"
+    shutdown = (parent.get("spec") or {}).get("shutdown")
+    if shutdown:
+        return f"the certification Workflow was shut down ({shutdown})"
+    if is_finished(parent):
+        return f"the certification Workflow ended ({parent['status']['phase']})"
+    return None
+
+
+def child_manifest(template: Mapping[str, Any], parent: Parent) -> dict[str, Any]:
+    """The category Workflow to create: the compiled manifest, in the parent's namespace, owned by it."""
+    manifest = copy.deepcopy(dict(template))
+    metadata = manifest.setdefault("metadata", {})
+    metadata["namespace"] = parent.namespace
+    metadata["ownerReferences"] = [parent.owner_reference()]
+    return manifest
+
+
+def ensure_child(kube: KubeClient, manifest: dict[str, Any], parent: Parent) -> tuple[dict[str, Any], bool]:
+    """The category Workflow, created unless this parent already created it; (workflow, created now)."""
+    name = manifest["metadata"]["name"]
+    try:
+        return kube.create(manifest), True
+    except ApiError as error:
+        if not error.already_exists:
+            raise
+    existing = kube.get(WORKFLOWS, name, parent.namespace)
+    if existing is None:  # deleted between the two calls: start it now
+        return kube.create(manifest), True
+    if not owned_by(existing, parent.uid):
+        raise ChildConflictError(
+            f"Workflow {parent.namespace}/{name} exists and was not created by Workflow {parent.name}; "
+            "refusing to follow or stop it"
+        )
+    return existing, False
+
+
+def stop_child(kube: KubeClient, name: str, namespace: str) -> bool:
+    """Set `spec.shutdown: Stop` on a category Workflow (its exit handler deletes its TrainJobs); False when
+    it is already gone."""
+    try:
+        kube.merge_patch(WORKFLOWS, name, {"spec": {"shutdown": SHUTDOWN_STOP}}, namespace)
+    except ApiError as error:
+        if error.not_found:
+            return False
+        raise
+    return True
+
+
+def failed_node_names(kube: KubeClient, namespace: str, child: Mapping[str, Any]) -> tuple[str, ...]:
+    """The nodes the category's record step wrote to its failed-nodes ConfigMap (empty when none or unread)."""
+    configmap = kube.get(CONFIGMAPS, failed_nodes_configmap(child["metadata"]["uid"]), namespace)
+    data = ((configmap or {}).get("binaryData") or {}).get(FAILED_NODES_KEY)
+    if not data:
+        return ()
+    try:
+        return tuple(sorted({node.name for node in decode_failed_nodes(base64.b64decode(data))}))
+    except (binascii.Error, ResultsError):
+        return ()
+
+
+@dataclass(frozen=True)
+class FollowSettings:
+    poll_seconds: float = 5.0
+    sleep: Callable[[float], None] = time.sleep
+
+
+def follow_child(
+    kube: KubeClient,
+    template: Mapping[str, Any],
+    parent: Parent,
+    *,
+    key: str,
+    settings: FollowSettings | None = None,
+    report: Callable[[str], None] = print,
+) -> CategoryOutcome:
+    """Start the category Workflow once and wait for its end, stopping it when the parent stops."""
+    settings = settings or FollowSettings()
+    child, created = ensure_child(kube, child_manifest(template, parent), parent)
+    name = child["metadata"]["name"]
+    report(f"{'created' if created else 'following the existing'} category Workflow {name}")
+    while True:
+        if is_finished(child):
+            phase = child["status"]["phase"]
+            failed = failed_node_names(kube, parent.namespace, child)
+            return CategoryOutcome(key, name, phase, failed)
+        reason = stop_reason(kube.get(WORKFLOWS, parent.name, parent.namespace))
+        if reason:
+            stop_child(kube, name, parent.namespace)
+            return CategoryOutcome(key, name, (child.get("status") or {}).get("phase") or "Pending", stopped=reason)
+        settings.sleep(settings.poll_seconds)
+        found = kube.get(WORKFLOWS, name, parent.namespace)
+        if found is None:
+            return CategoryOutcome(key, name, "Error", stopped=f"category Workflow {name} was deleted")
+        child = found
+
+
+def stop_if_parent_stopping(kube: KubeClient, parent: Parent, child_name: str) -> str | None:
+    """On SIGTERM: stop the category Workflow only when the parent is stopping (not for an eviction)."""
+    reason = stop_reason(kube.get(WORKFLOWS, parent.name, parent.namespace))
+    if reason:
+        stop_child(kube, child_name, parent.namespace)
+    return reason
+
+
+def stop_children(
+    kube: KubeClient, parent: Parent, certification: str, *, report: Callable[[str], None] = print
+) -> list[str]:
+    """The parent's exit handler: stop every unfinished category Workflow it created; their names."""
+    selector = f"{LABEL_CERTIFICATION}={certification},{LABEL_ROLE}={ROLE_CATEGORY}"
+    stopped = []
+    workflows, _ = kube.list(WORKFLOWS, parent.namespace, label_selector=selector)
+    for workflow in workflows:
+        name = workflow["metadata"]["name"]
+        if owned_by(workflow, parent.uid) and not is_finished(workflow) and stop_child(kube, name, parent.namespace):
+            stopped.append(name)
+            report(f"stopped unfinished category Workflow {name}")
+    if not stopped:
+        report("no unfinished category Workflow")
+    return sorted(stopped)

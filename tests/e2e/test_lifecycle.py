@@ -1,0 +1,173 @@
+"""The certification Workflow in real Argo operation: stop, lost step pods, overlapping runs, deleted Workflows.
+
+- Stopped (``argo stop``) or terminated (``argo terminate``) mid-run, the certification Workflow stops its
+  category Workflow, whose exit handler deletes its TrainJobs: within 60 s no TrainJob, workload pod or
+  category Workflow runs on.
+- A step pod deleted mid-run (the category step of the certification Workflow, and a group's run step) is
+  retried, follows the Workflow and the TrainJob it already started, and the run ends with its results
+  recorded; each group's TrainJob is created exactly once.
+- Two certifications of the same nodes submitted together run one after the other (Argo's mutex).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+
+from tests.sim import scenario
+from tests.sim.cluster import SimCluster
+
+RUN_TIMEOUT_S = 600
+STOP_WITHIN_S = 60
+DIAGNOSTICS_ONLY = [{"domain": "diagnostics", "variant": "dcgm-level1"}]
+ARGO_TIME = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def _start_long_run(sim: SimCluster, api: k8s.ApiClient, namespace: str, seconds: int) -> str:
+    scenario.install(sim.kubeconfig, namespace, submit=False)
+    scenario.write_fault_plan(api, namespace, f"defaults: {{durationSeconds: {seconds}}}\n")
+    certification = scenario.example_certification(namespace, categories=DIAGNOSTICS_ONLY)
+    scenario.apply_certification(api, certification)
+    return scenario.submit(api, scenario.compile_workflow(sim.kubeconfig, certification))
+
+
+def _wait_first_trainjob(api: k8s.ApiClient, namespace: str) -> None:
+    scenario.wait_for(
+        "the first TrainJob",
+        lambda: scenario.trainjobs(api, namespace),
+        timeout_s=RUN_TIMEOUT_S,
+        describe=lambda: scenario.workflow_tree(api, namespace),
+    )
+
+
+def _running_children(api: k8s.ApiClient, namespace: str) -> list[str]:
+    children = scenario.workflows(api, namespace, "nvcre.nvidia.com/role=category")
+    return [
+        child["metadata"]["name"]
+        for child in children
+        if child.get("status", {}).get("phase") not in scenario.FINAL_PHASES
+    ]
+
+
+@pytest.mark.parametrize("strategy", ["Stop", "Terminate"])
+def test_stopping_the_certification_workflow_frees_the_gpus_within_a_minute(
+    sim: SimCluster, api: k8s.ApiClient, namespace: str, strategy: str
+) -> None:
+    parent = _start_long_run(sim, api, namespace, seconds=600)
+    _wait_first_trainjob(api, namespace)
+
+    # What `argo stop` / `argo terminate` do: set the Workflow's spec.shutdown.
+    stopped_at = time.monotonic()
+    k8s.CustomObjectsApi(api).patch_namespaced_custom_object(
+        *scenario.ARGO, namespace, "workflows", parent, {"spec": {"shutdown": strategy}}
+    )
+
+    def everything_stopped() -> bool:
+        return not (
+            scenario.unfinished_trainjobs(api, namespace)
+            or scenario.running_workload_pods(api, namespace)
+            or _running_children(api, namespace)
+        )
+
+    scenario.wait_for(
+        f"no TrainJob, workload pod or category Workflow left after `{strategy}`",
+        everything_stopped,
+        timeout_s=STOP_WITHIN_S,
+        describe=lambda: (
+            f"TrainJobs: {scenario.unfinished_trainjobs(api, namespace)}\n"
+            f"pods: {scenario.running_workload_pods(api, namespace)}\n{scenario.workflow_tree(api, namespace)}"
+        ),
+    )
+    print(f"\n{strategy}: GPUs free {time.monotonic() - stopped_at:.0f} s after the shutdown request")
+    assert scenario.wait_workflow_done(api, namespace, parent, timeout_s=STOP_WITHIN_S) in ("Failed", "Error")
+
+
+def _step_pods(api: k8s.ApiClient, namespace: str, workflow: str, step: str) -> list[k8s.V1Pod]:
+    """Running pods of the Workflow whose Argo node name holds ``step`` (``.name`` or ``.group(``)."""
+    pods = (
+        k8s.CoreV1Api(api)
+        .list_namespaced_pod(namespace, label_selector=f"workflows.argoproj.io/workflow={workflow}")
+        .items
+    )
+    return [
+        pod
+        for pod in pods
+        if step in (pod.metadata.annotations or {}).get("workflows.argoproj.io/node-name", "")
+        and pod.status.phase == "Running"
+    ]
+
+
+def test_step_pods_deleted_mid_run_are_retried_and_the_results_are_recorded(
+    sim: SimCluster, api: k8s.ApiClient, namespace: str
+) -> None:
+    parent = _start_long_run(sim, api, namespace, seconds=40)
+    _wait_first_trainjob(api, namespace)
+    (child,) = scenario.names(scenario.workflows(api, namespace, "nvcre.nvidia.com/role=category"))
+    core = k8s.CoreV1Api(api)
+
+    # The certification Workflow's category step, then a group's run step: each as an eviction would.
+    for workflow, step in ((parent, ".diagnostics-dcgm-level1"), (child, ".group(")):
+        pod = scenario.wait_for(
+            f"a running {step} step pod",
+            lambda workflow=workflow, step=step: _step_pods(api, namespace, workflow, step),
+            timeout_s=120,
+            describe=lambda: scenario.workflow_tree(api, namespace),
+        )[0]
+        core.delete_namespaced_pod(pod.metadata.name, namespace)
+
+    assert scenario.wait_workflow_done(api, namespace, parent, timeout_s=RUN_TIMEOUT_S) == "Succeeded", (
+        f"{scenario.workflow_tree(api, namespace)}\nchild spec.shutdown: "
+        f"{(scenario.get_workflow(api, namespace, child) or {}).get('spec', {}).get('shutdown')}"
+    )
+    assert scenario.names(scenario.workflows(api, namespace, "nvcre.nvidia.com/role=category")) == [child]
+    # One TrainJob per group, never a second one for a retried step.
+    trainjobs = scenario.trainjobs(api, namespace)
+    groups = [item["metadata"]["labels"]["nvcre.nvidia.com/group"] for item in trainjobs]
+    assert len(groups) == len(set(groups)), scenario.names(trainjobs)
+    (record,) = [
+        node
+        for node in scenario.get_workflow(api, namespace, child)["status"]["nodes"].values()
+        if node.get("templateName") == "record" and node["type"] == "Pod"
+    ]
+    assert record["phase"] == "Succeeded"
+    status = {"succeededNodesRef": {"name": _output(record, "succeeded-nodes-ref")}}
+    assert len(scenario.category_nodes(api, namespace, status).succeeded) == 8
+
+
+def _output(node: dict[str, Any], name: str) -> str:
+    (value,) = [item["value"] for item in node["outputs"]["parameters"] if item["name"] == name]
+    return str(value)
+
+
+def _category_window(workflow: dict[str, Any]) -> tuple[datetime, datetime]:
+    """When a certification Workflow's category steps ran: the first start and the last finish."""
+    nodes = [
+        node for node in workflow["status"]["nodes"].values() if node.get("templateName", "").startswith("category-")
+    ]
+    starts = [datetime.strptime(node["startedAt"], ARGO_TIME) for node in nodes]
+    ends = [datetime.strptime(node["finishedAt"], ARGO_TIME) for node in nodes]
+    return min(starts), max(ends)
+
+
+def test_two_certifications_of_the_same_nodes_run_one_after_the_other(
+    sim: SimCluster, api: k8s.ApiClient, namespace: str
+) -> None:
+    scenario.install(sim.kubeconfig, namespace, submit=False)
+    scenario.write_fault_plan(api, namespace, "defaults: {durationSeconds: 10}\n")
+    parents = []
+    for name in ("pool-cert-a", "pool-cert-b"):
+        certification = scenario.example_certification(namespace, categories=DIAGNOSTICS_ONLY)
+        certification["metadata"]["name"] = name
+        scenario.apply_certification(api, certification)
+        parents.append(scenario.submit(api, scenario.compile_workflow(sim.kubeconfig, certification)))
+
+    for parent in parents:
+        assert scenario.wait_workflow_done(api, namespace, parent, timeout_s=RUN_TIMEOUT_S) == "Succeeded", (
+            scenario.workflow_tree(api, namespace)
+        )
+    first, second = sorted(_category_window(scenario.get_workflow(api, namespace, parent) or {}) for parent in parents)
+    assert first[1] <= second[0], f"the runs overlapped: {first} and {second}\n{scenario.workflow_tree(api, namespace)}"

@@ -1,0 +1,81 @@
+"""The certification Workflow's decisions about its category Workflows (steps.children), without a cluster."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from nvcre_argo.steps.children import CategoryOutcome, Parent, child_manifest, is_finished, stop_reason
+
+PARENT = Parent(name="cert-abcde", uid="uid-1", namespace="nvcre")
+
+
+def workflow(phase: str | None = None, **metadata: Any) -> dict[str, Any]:
+    found: dict[str, Any] = {"metadata": {"name": "cert-abcde", **metadata}, "spec": {}}
+    if phase:
+        found["status"] = {"phase": phase}
+    return found
+
+
+def test_a_running_parent_is_no_reason_to_stop() -> None:
+    assert stop_reason(workflow("Running")) is None
+    assert stop_reason(workflow()) is None  # not picked up by Argo yet
+
+
+@pytest.mark.parametrize(
+    ("parent", "expected"),
+    [
+        (None, "the certification Workflow is gone"),
+        (workflow("Running", deletionTimestamp="2026-12-01T00:00:00Z"), "the certification Workflow is being deleted"),
+        ({**workflow("Running"), "spec": {"shutdown": "Terminate"}}, "was shut down (Terminate)"),
+        ({**workflow("Running"), "spec": {"shutdown": "Stop"}}, "was shut down (Stop)"),
+        (workflow("Failed"), "ended (Failed)"),
+    ],
+)
+def test_a_parent_that_stops_for_any_reason_stops_its_categories(parent: dict[str, Any] | None, expected: str) -> None:
+    reason = stop_reason(parent)
+
+    assert reason is not None
+    assert expected in reason
+
+
+def test_the_category_workflow_is_created_in_the_parents_namespace_and_owned_by_it() -> None:
+    template = {"metadata": {"name": "cert-abcde-0", "labels": {"a": "b"}}, "spec": {}}
+
+    manifest = child_manifest(template, PARENT)
+
+    assert manifest["metadata"]["namespace"] == "nvcre"
+    assert manifest["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": "argoproj.io/v1alpha1",
+            "kind": "Workflow",
+            "name": "cert-abcde",
+            "uid": "uid-1",
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    assert "namespace" not in template["metadata"]  # the compiled manifest is not changed
+
+
+@pytest.mark.parametrize("phase", ["Succeeded", "Failed", "Error"])
+def test_finished_phases(phase: str) -> None:
+    assert is_finished(workflow(phase))
+    assert not is_finished(workflow("Running"))
+
+
+def test_the_summary_names_the_category_its_workflow_and_at_most_five_failed_nodes() -> None:
+    nodes = tuple(f"gpu-node-{index}" for index in range(1, 8))
+    failed = CategoryOutcome("diagnostics/dcgm-level1", "cert-abcde-0", "Failed", nodes)
+    passed = CategoryOutcome("diagnostics/dcgm-level1", "cert-abcde-0", "Succeeded")
+    stopped = CategoryOutcome("diagnostics/dcgm-level1", "cert-abcde-0", "Running", stopped="it was stopped")
+
+    assert failed.summary() == (
+        "diagnostics/dcgm-level1: 7 node(s) failed: gpu-node-1, gpu-node-2, gpu-node-3, gpu-node-4, gpu-node-5"
+        " and 2 more (Workflow cert-abcde-0)"
+    )
+    assert (failed.verdict, passed.verdict, stopped.verdict) == ("Failed", "Passed", "Stopped")
+    assert passed.passed
+    assert not stopped.passed
+    assert CategoryOutcome("x/y", "w", "Error").summary() == "x/y: Error with no node blamed (Workflow w)"
