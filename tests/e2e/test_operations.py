@@ -38,10 +38,10 @@ def test_a_certification_applied_with_kubectl_is_run_by_the_watcher_to_passed(
     assert scenario.wait_workflow_done(api, namespace, parent, timeout_s=120) == "Succeeded"
     assert len(scenario.category_nodes(api, namespace, category).succeeded) == 8
 
-    # `argo delete` of the certification Workflow (its category Workflow goes with it): the results the
-    # Certification points at are owned by the Certification, so the report still lists every node.
+    # `argo delete` of the certification Workflow (the garbage collector takes its category Workflow): the
+    # results the Certification points at are owned by the Certification, so the report still lists every node.
     k8s.CustomObjectsApi(api).delete_namespaced_custom_object(
-        *scenario.ARGO, namespace, "workflows", parent, propagation_policy="Foreground"
+        *scenario.ARGO, namespace, "workflows", parent, propagation_policy="Background"
     )
     scenario.wait_for(
         "the Workflows to be deleted",

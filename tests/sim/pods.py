@@ -258,10 +258,9 @@ class PodRunner(threading.Thread):
             self._stop_pod_network()
 
     def _start_pod_network(self) -> None:
-        """The pause process: holds the pod's network, UTS and PID namespaces and relays its API traffic
-        (sandbox.py). Its child is PID 1 of the pod, so the containers' processes see only their pod's."""
+        """The pause process: holds the pod's network namespace and relays its API traffic (sandbox.py)."""
         self.pause = subprocess.Popen(
-            ["unshare", "--net", "--uts", "--pid", "--fork", "--", self.config.sandbox_python, str(SANDBOX), "network",
+            ["unshare", "--net", "--uts", "--", self.config.sandbox_python, str(SANDBOX), "network",
              str(self.config.apiserver_port), str(api_socket_path(self.config)), self.name_],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -324,9 +323,6 @@ class PodRunner(threading.Thread):
                     "nsenter",
                     f"--net=/proc/{self.pause.pid}/ns/net",
                     f"--uts=/proc/{self.pause.pid}/ns/uts",
-                    # The pod's own PID namespace (the pause process's children live in it): a container that
-                    # signals every process it may (kill -1) reaches its pod only, as on a real node.
-                    f"--pid=/proc/{self.pause.pid}/ns/pid_for_children",
                     "--",
                     "unshare",
                     "--mount",

@@ -21,8 +21,8 @@ passes through untouched, so the pod verifies the API server's certificate as it
 
 Deliberately stdlib-only and free of project imports: it runs as root inside the new mount namespace, before
 any of the container's own code, and must not depend on the virtualenv it may be about to hide.
-Usage: ``unshare --net --uts --pid --fork -- python3 sandbox.py network PORT SOCKET HOSTNAME`` (prints ``ready`` once
-listening), then per container ``nsenter --net=... --uts=... --pid=... -- unshare --mount --propagation private --
+Usage: ``unshare --net --uts -- python3 sandbox.py network PORT SOCKET HOSTNAME`` (prints ``ready`` once
+listening), then per container ``nsenter --net=... --uts=... -- unshare --mount --propagation private --
 python3 sandbox.py container SPEC.json`` with the pause process's namespaces.
 """
 

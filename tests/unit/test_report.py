@@ -263,3 +263,14 @@ def test_junit_stays_valid_xml_with_control_characters_in_node_messages() -> Non
     failure = suite.findall("testcase")[1].find("failure")
     assert failure is not None
     assert failure.text == "node-x: WorkloadFailed: bell\\x07 esc\\x1b nul\\x00 <&>"
+
+
+def test_a_result_configmap_that_is_gone_is_said_in_text_and_json() -> None:
+    results = {**RESULTS, 1: CategoryResults(missing=["failed-nodes-abcdef12"])}
+    report = build_report(CERT, status_for("Succeeded", "Failed"), results)
+
+    text = render_text(report)
+    document = json.loads(render_json(report))
+
+    assert "  Missing:   ConfigMap failed-nodes-abcdef12 no longer exists: its nodes cannot be listed" in text
+    assert [category["missingResults"] for category in document["categories"]] == [[], ["failed-nodes-abcdef12"]]
