@@ -3,6 +3,9 @@
 - Stopped (``argo stop``) or terminated (``argo terminate``) mid-run, the certification Workflow stops its
   category Workflow, whose exit handler deletes its TrainJobs: within 60 s no TrainJob, workload pod or
   category Workflow runs on.
+- A step pod deleted mid-run (the category step of the certification Workflow, and a group's run step) is
+  retried, follows the Workflow and the TrainJob it already started, and the run ends with its results
+  recorded; each group's TrainJob is created exactly once.
 - Two certifications of the same nodes submitted together run one after the other (Argo's mutex).
 """
 
@@ -81,6 +84,63 @@ def test_stopping_the_certification_workflow_frees_the_gpus_within_a_minute(
     )
     print(f"\n{strategy}: GPUs free {time.monotonic() - stopped_at:.0f} s after the shutdown request")
     assert scenario.wait_workflow_done(api, namespace, parent, timeout_s=STOP_WITHIN_S) in ("Failed", "Error")
+
+
+def _step_pods(api: k8s.ApiClient, namespace: str, workflow: str, step: str) -> list[k8s.V1Pod]:
+    """Running pods of the Workflow whose Argo node name holds ``step`` (``.name`` or ``.group(``)."""
+    pods = (
+        k8s.CoreV1Api(api)
+        .list_namespaced_pod(namespace, label_selector=f"workflows.argoproj.io/workflow={workflow}")
+        .items
+    )
+    return [
+        pod
+        for pod in pods
+        if step in (pod.metadata.annotations or {}).get("workflows.argoproj.io/node-name", "")
+        and pod.status.phase == "Running"
+    ]
+
+
+def test_step_pods_deleted_mid_run_are_retried_and_the_results_are_recorded(
+    sim: SimCluster, api: k8s.ApiClient, namespace: str
+) -> None:
+    parent = _start_long_run(sim, api, namespace, seconds=40)
+    _wait_first_trainjob(api, namespace)
+    (child,) = scenario.names(scenario.workflows(api, namespace, "nvcre.nvidia.com/role=category"))
+    core = k8s.CoreV1Api(api)
+
+    # The certification Workflow's category step, then a group's run step: each as an eviction would.
+    for workflow, step in ((parent, ".diagnostics-dcgm-level1"), (child, ".group(")):
+        pod = scenario.wait_for(
+            f"a running {step} step pod",
+            lambda workflow=workflow, step=step: _step_pods(api, namespace, workflow, step),
+            timeout_s=120,
+            describe=lambda: scenario.workflow_tree(api, namespace),
+        )[0]
+        core.delete_namespaced_pod(pod.metadata.name, namespace)
+
+    assert scenario.wait_workflow_done(api, namespace, parent, timeout_s=RUN_TIMEOUT_S) == "Succeeded", (
+        f"{scenario.workflow_tree(api, namespace)}\nchild spec.shutdown: "
+        f"{(scenario.get_workflow(api, namespace, child) or {}).get('spec', {}).get('shutdown')}"
+    )
+    assert scenario.names(scenario.workflows(api, namespace, "nvcre.nvidia.com/role=category")) == [child]
+    # One TrainJob per group, never a second one for a retried step.
+    trainjobs = scenario.trainjobs(api, namespace)
+    groups = [item["metadata"]["labels"]["nvcre.nvidia.com/group"] for item in trainjobs]
+    assert len(groups) == len(set(groups)), scenario.names(trainjobs)
+    (record,) = [
+        node
+        for node in scenario.get_workflow(api, namespace, child)["status"]["nodes"].values()
+        if node.get("templateName") == "record" and node["type"] == "Pod"
+    ]
+    assert record["phase"] == "Succeeded"
+    status = {"succeededNodesRef": {"name": _output(record, "succeeded-nodes-ref")}}
+    assert len(scenario.category_nodes(api, namespace, status).succeeded) == 8
+
+
+def _output(node: dict[str, Any], name: str) -> str:
+    (value,) = [item["value"] for item in node["outputs"]["parameters"] if item["name"] == name]
+    return str(value)
 
 
 def _category_window(workflow: dict[str, Any]) -> tuple[datetime, datetime]:

@@ -72,6 +72,8 @@ class ContainerRun:
     restart_count: int = 0
     last_state: dict[str, Any] = field(default_factory=dict)
     restart_at: float | None = None
+    # The process group the kubelet signals: the container's own (see `_container_group`).
+    group: int = 0
 
     @property
     def name(self) -> str:
@@ -258,9 +260,10 @@ class PodRunner(threading.Thread):
             self._stop_pod_network()
 
     def _start_pod_network(self) -> None:
-        """The pause process: holds the pod's network namespace and relays its API traffic (sandbox.py)."""
+        """The pause process: holds the pod's network, UTS and PID namespaces and relays its API traffic
+        (sandbox.py). Its child is PID 1 of the pod, so the containers' processes see only their pod's."""
         self.pause = subprocess.Popen(
-            ["unshare", "--net", "--uts", "--", self.config.sandbox_python, str(SANDBOX), "network",
+            ["unshare", "--net", "--uts", "--pid", "--fork", "--", self.config.sandbox_python, str(SANDBOX), "network",
              str(self.config.apiserver_port), str(api_socket_path(self.config)), self.name_],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -323,6 +326,9 @@ class PodRunner(threading.Thread):
                     "nsenter",
                     f"--net=/proc/{self.pause.pid}/ns/net",
                     f"--uts=/proc/{self.pause.pid}/ns/uts",
+                    # The pod's own PID namespace, as on a real node: a process that signals every process it
+                    # may (kill -1) reaches its own pod only, never another pod's.
+                    f"--pid=/proc/{self.pause.pid}/ns/pid_for_children",
                     "--",
                     "unshare",
                     "--mount",
@@ -342,6 +348,7 @@ class PodRunner(threading.Thread):
             )
         finally:
             log_file.close()
+        run.group = _container_group(run.process.pid)
         run.state = podspec.running(run.started_at)
         run.ready = True
 
@@ -411,8 +418,9 @@ class PodRunner(threading.Thread):
                     self._start(run)
                     self.publish()
                 if run.process is not None and not run.finished and run.process.poll() is not None:
-                    with contextlib.suppress(ProcessLookupError):  # a container's processes end with it
-                        os.killpg(run.process.pid, signal.SIGKILL)
+                    for group in {run.process.pid, run.group or run.process.pid}:  # its processes end with it
+                        with contextlib.suppress(ProcessLookupError):
+                            os.killpg(group, signal.SIGKILL)
                     code = _exit_code(run.process.returncode)
                     run.process = None
                     run.state = self._terminated(run, code)
@@ -452,7 +460,7 @@ class PodRunner(threading.Thread):
         for run in runs:
             if run.process is not None and run.process.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
-                    os.killpg(run.process.pid, sig)
+                    os.killpg(run.group or run.process.pid, sig)
 
     def _terminated(self, run: ContainerRun, code: int, message: str = "") -> dict[str, Any]:
         if not message:
@@ -473,6 +481,25 @@ class PodRunner(threading.Thread):
 def api_socket_path(config: KubeletConfig) -> Path:
     """Where the kubelet relays pods' API connections to the API server (see sandbox.py)."""
     return Path(config.workdir) / "api.sock"
+
+
+def _container_group(nsenter_pid: int, timeout_s: float = 5.0) -> int:
+    """The process group of a container: nsenter forks the container's first process into the pod's PID
+    namespace, and that process makes itself a group leader (sandbox.py) before anything else, so signals
+    reach the container and never nsenter, which waits for it and exits as it did (128+N on a signal).
+    Falls back to nsenter's own group when the child never appears (it failed before forking)."""
+    children = Path(f"/proc/{nsenter_pid}/task/{nsenter_pid}/children")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            pids = children.read_text(encoding="ascii").split()
+        except OSError:
+            return nsenter_pid
+        with contextlib.suppress(ProcessLookupError):
+            if pids and os.getpgid(int(pids[0])) == int(pids[0]):
+                return int(pids[0])
+        time.sleep(0.01)
+    return nsenter_pid
 
 
 def _exit_code(returncode: int) -> int:

@@ -21,8 +21,8 @@ passes through untouched, so the pod verifies the API server's certificate as it
 
 Deliberately stdlib-only and free of project imports: it runs as root inside the new mount namespace, before
 any of the container's own code, and must not depend on the virtualenv it may be about to hide.
-Usage: ``unshare --net --uts -- python3 sandbox.py network PORT SOCKET HOSTNAME`` (prints ``ready`` once
-listening), then per container ``nsenter --net=... --uts=... -- unshare --mount --propagation private --
+Usage: ``unshare --net --uts --pid --fork -- python3 sandbox.py network PORT SOCKET HOSTNAME`` (prints ``ready`` once
+listening), then per container ``nsenter --net=... --uts=... --pid=... -- unshare --mount --propagation private --
 python3 sandbox.py container SPEC.json`` with the pause process's namespaces.
 """
 
@@ -180,6 +180,9 @@ def main(argv: list[str]) -> int:
     if argv[1] == "network":
         serve_pod_network(int(argv[2]), argv[3], argv[4])
         return 0
+    # The container's own process group, which the kubelet signals: nsenter, which forked this process into
+    # the pod's PID namespace, must not get the container's SIGTERM (it would die and leave it running).
+    os.setpgid(0, 0)
     spec = json.loads(Path(argv[2]).read_text(encoding="utf-8"))
     try:
         enter(spec)
