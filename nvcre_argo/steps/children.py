@@ -190,9 +190,8 @@ def follow_child(
             phase = child["status"]["phase"]
             failed = failed_node_names(kube, parent.namespace, child)
             return CategoryOutcome(key, name, phase, failed)
-        reason = stop_reason(kube.get(WORKFLOWS, parent.name, parent.namespace))
+        reason = stop_if_parent_stopping(kube, parent, name)
         if reason:
-            stop_child(kube, name, parent.namespace)
             return CategoryOutcome(key, name, (child.get("status") or {}).get("phase") or "Pending", stopped=reason)
         settings.sleep(settings.poll_seconds)
         found = kube.get(WORKFLOWS, name, parent.namespace)
@@ -202,7 +201,8 @@ def follow_child(
 
 
 def stop_if_parent_stopping(kube: KubeClient, parent: Parent, child_name: str) -> str | None:
-    """On SIGTERM: stop the category Workflow only when the parent is stopping (not for an eviction)."""
+    """Stop the category Workflow only when the parent is stopping (checked on every poll, and on SIGTERM,
+    which an eviction sends too); why, or None."""
     reason = stop_reason(kube.get(WORKFLOWS, parent.name, parent.namespace))
     if reason:
         stop_child(kube, child_name, parent.namespace)
