@@ -21,6 +21,7 @@ from __future__ import annotations
 import atexit
 import base64
 import contextlib
+import fcntl
 import os
 import shutil
 import socket
@@ -32,7 +33,7 @@ import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import yaml
 from kubernetes import client as k8s
@@ -56,6 +57,8 @@ from tests.sim.listeners import Listener, group_members, listeners
 ARGO_NAMESPACE = "argo"
 STEP_IMAGE_PREFIX = "nvcre-argo:"
 START_TIMEOUT_S = 180.0
+# One simulated cluster per machine at a time (see SimCluster._hold_machine_lock).
+MACHINE_LOCK = Path.home() / ".cache" / "nvcre-argo" / "sim-cluster.lock"
 POLL_S = 0.5
 HOST_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc")
 JOBSET_WEBHOOKS = "config/components/webhook"
@@ -181,6 +184,7 @@ class SimCluster:
         self.components: dict[str, Component] = {}
         self.keep_workdir = keep_workdir
         self.timings: dict[str, float] = {}
+        self._lock_file: IO[str] | None = None
 
     # ----------------------------------------------------------------------------------------- access
 
@@ -203,6 +207,7 @@ class SimCluster:
             raise ControlPlaneError(f"missing binaries {', '.join(map(str, missing))}; build them with `make testbin`")
         atexit.register(self.stop)
         try:
+            self._timed("the machine's simulated-cluster lock", self._hold_machine_lock)
             self._timed("control plane", self._start_control_plane)
             self._timed("kube-controller-manager and kube-scheduler", self._start_kube_controllers)
             self._timed("sim kubelet", self._start_kubelet)
@@ -223,6 +228,15 @@ class SimCluster:
         self.timings[what] = time.monotonic() - began
         self.progress(f"{what}: ready in {self.timings[what]:.1f} s")
 
+    def _hold_machine_lock(self) -> None:
+        """Wait until no other simulated cluster runs on this machine, then hold the lock until :meth:`stop`.
+
+        Argo's controller serves its health endpoint on a fixed port and two clusters would share two cores,
+        so a second test process (a demo next to a test run) queues here instead of failing halfway up."""
+        MACHINE_LOCK.parent.mkdir(parents=True, exist_ok=True)
+        self._lock_file = MACHINE_LOCK.open("a")
+        fcntl.flock(self._lock_file, fcntl.LOCK_EX)
+
     def stop(self) -> None:
         """Stop every component (reverse start order) and the control plane; idempotent."""
         atexit.unregister(self.stop)
@@ -231,6 +245,9 @@ class SimCluster:
         self.plane.stop()
         if not self.keep_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
+        if self._lock_file is not None:
+            self._lock_file.close()
+            self._lock_file = None
 
     def __enter__(self) -> SimCluster:
         return self.start()
