@@ -46,6 +46,13 @@ class EntryDefaults(_EntryModel):
     timeout_per_job: Annotated[str, StringConstraints(pattern=r"^([0-9]+(h|m|s|ms))+$")] = Field(
         default="1h", alias="timeoutPerJob"
     )
+    # How long one job of this entry normally runs once it has started (the tool's own documented run time),
+    # for `nvcre-argo plan`'s GPU-hours estimate next to the timeoutPerJob bound. Only a hint for people: the
+    # run never reads it, so it is left out of the serialised entry the compiled Workflows carry, and changing
+    # it changes no compiled byte.
+    nominal_duration: Annotated[str, StringConstraints(pattern=r"^([0-9]+(h|m|s|ms))+$")] | None = Field(
+        default=None, alias="nominalDuration", exclude=True
+    )
     min_gpus: int = Field(default=1, ge=1, alias="minGPUs")
     max_steps: int | None = Field(default=None, alias="maxSteps")
     startup_stall_timeout_seconds: int | None = Field(default=None, alias="startupStallTimeoutSeconds")

@@ -8,6 +8,7 @@ from nvcre_argo import __version__
 from nvcre_argo.api.crd import build_crd
 from nvcre_argo.cli.catalog import catalog_group
 from nvcre_argo.cli.install import install_command
+from nvcre_argo.cli.plan import plan_command
 from nvcre_argo.cli.report import report_command
 from nvcre_argo.cli.resolve import resolve_command
 from nvcre_argo.cli.step import step_group
@@ -32,6 +33,7 @@ def crd_command() -> None:
 cli.add_command(validate_command)
 cli.add_command(catalog_group)
 cli.add_command(resolve_command)
+cli.add_command(plan_command)
 cli.add_command(templates_command)
 cli.add_command(step_group)
 cli.add_command(watch_command)

@@ -9,4 +9,6 @@ Pure functions over Kubernetes Node objects as the API returns them (plain dicts
     model       Exclusion, NodeGroup, Plan (JSON round-trip, Argo withParam items: group names), PlanError
     planner     plan_category: the above composed in the reference's order
     storage     the plan's ConfigMap (compressed) and reading it back
+    nodelist    a saved node list (`kubectl get nodes -o yaml`) read for an offline preview
+    preview     `nvcre-argo plan`: every category's plan, TrainJobs and GPU-hours; preview_text renders it
 """

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from nvcre_argo.api.spec import TargetSpec
 from nvcre_argo.kube.client import KubeClient
 from nvcre_argo.kube.resources import CONFIGMAPS, NODES
 from nvcre_argo.names import LABEL_RECORD, group_nodes_configmap, runtime_name
@@ -24,9 +25,9 @@ from nvcre_argo.plan.selection import target_label_selector
 from nvcre_argo.plan.storage import plan_binary_data, plan_from_configmap
 from nvcre_argo.render.runtime import render_runtime
 from nvcre_argo.resolve.values import GpuValues, gpu_values
+from nvcre_argo.results import RECORD_PLAN
 from nvcre_argo.steps.context import StepContext
 
-RECORD_PLAN = "plan"
 NODE_PAGE_SIZE = 500
 
 
@@ -64,9 +65,17 @@ def plan_step(
 def list_target_nodes(
     kube: KubeClient, context: StepContext, *, page_size: int = NODE_PAGE_SIZE
 ) -> Iterator[dict[str, Any]]:
+    """The Nodes the plan step plans with: those of its category's target (see `list_nodes_for_target`)."""
+    return list_nodes_for_target(kube, context.category.target, page_size=page_size)
+
+
+def list_nodes_for_target(
+    kube: KubeClient, target: TargetSpec, *, page_size: int = NODE_PAGE_SIZE
+) -> Iterator[dict[str, Any]]:
     """The Nodes the target's label selector lets through (every Node when it has none), page by page, each
-    cut down to what planning reads; `matches_target` still judges every one of them."""
-    selector = target_label_selector(context.category.target)
+    cut down to what planning reads; `matches_target` still judges every one of them. `nvcre-argo plan`
+    lists through here too, so its preview plans exactly the nodes the plan step would."""
+    selector = target_label_selector(target)
     for page in kube.pages(NODES, label_selector=selector, limit=page_size):
         yield from (slim_node(node) for node in page.get("items", []))
 
