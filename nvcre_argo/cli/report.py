@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import json
 from pathlib import Path
 from typing import Any
 
@@ -18,34 +16,37 @@ from nvcre_argo.names import LABEL_RECORD, LABEL_WORKFLOW
 from nvcre_argo.report.model import CategoryResults, build_report, exit_code
 from nvcre_argo.report.render import render_json, render_junit, render_text
 from nvcre_argo.results import (
-    FAILED_NODES_KEY,
-    SUCCEEDED_NODES_KEY,
+    RECORD_GROUP_RESULT,
     ResultsError,
-    decode_failed_nodes,
-    decode_succeeded_nodes,
+    read_failed_nodes,
+    read_group_result,
+    read_succeeded_nodes,
 )
 
 RENDERERS = {"text": render_text, "json": render_json, "junit": render_junit}
 
 
-def _binary(kube: KubeClient, namespace: str, name: str, key: str, missing: list[str]) -> bytes | None:
-    """The ConfigMap's `key`; a ConfigMap that is gone is added to `missing` so the report can say so."""
+def _configmap(kube: KubeClient, namespace: str, name: str, missing: list[str]) -> dict[str, Any] | None:
+    """The ConfigMap; one that is gone is added to `missing` so the report can say so."""
     configmap = kube.get(CONFIGMAPS, name, namespace)
     if configmap is None:
         missing.append(name)
-        return None
-    data = configmap.get("binaryData", {}).get(key)
-    return base64.b64decode(data) if data else None
+    return configmap
 
 
 def _figures(kube: KubeClient, namespace: str, workflow: str) -> dict[str, float]:
     """The weakest group's figure for each measurement (a pool is as good as its worst group)."""
-    selector = f"{LABEL_WORKFLOW}={workflow},{LABEL_RECORD}=group-result"
+    selector = f"{LABEL_WORKFLOW}={workflow},{LABEL_RECORD}={RECORD_GROUP_RESULT}"
     configmaps, _ = kube.list(CONFIGMAPS, namespace, label_selector=selector)
     figures: dict[str, float] = {}
     for configmap in configmaps:
-        for iteration in json.loads(configmap["data"]["result.json"]).get("iterations", []):
-            for key, value in (iteration.get("measurements") or {}).items():
+        try:
+            iterations = read_group_result(configmap)["iterations"]
+        except ResultsError as error:
+            click.echo(f"warning: ConfigMap {namespace}/{configmap['metadata']['name']}: {error}", err=True)
+            continue
+        for iteration in iterations:
+            for key, value in iteration["measurements"].items():
                 worse = min if key != "avgStepTimeSec" else max
                 figures[key] = worse(figures.get(key, value), value)
     return figures
@@ -59,16 +60,16 @@ def collect_results(kube: KubeClient, namespace: str, status: CertificationStatu
         missing: list[str] = []
         try:
             if category.failed_nodes_ref and (
-                raw := _binary(kube, namespace, category.failed_nodes_ref.name, FAILED_NODES_KEY, missing)
+                configmap := _configmap(kube, namespace, category.failed_nodes_ref.name, missing)
             ):
                 failed = [
                     {"name": node.name, "reason": node.reason, "message": node.message}
-                    for node in decode_failed_nodes(raw)
+                    for node in read_failed_nodes(configmap)
                 ]
             if category.succeeded_nodes_ref and (
-                raw := _binary(kube, namespace, category.succeeded_nodes_ref.name, SUCCEEDED_NODES_KEY, missing)
+                configmap := _configmap(kube, namespace, category.succeeded_nodes_ref.name, missing)
             ):
-                succeeded = decode_succeeded_nodes(raw)
+                succeeded = read_succeeded_nodes(configmap)
         except ResultsError as error:
             click.echo(f"warning: category {index}: {error}", err=True)
         figures = _figures(kube, namespace, category.workflow_ref.name) if category.workflow_ref else {}

@@ -6,7 +6,12 @@ subresource with the object's resourceVersion; a conflict re-reads and recompute
 with a status write that makes the transition, so each transition gets its Events once. With `--submit`, a
 Certification with no Workflow of its own gets one compiled and created, owned by the Certification and with
 a name derived from its UID, so a restart can never create a second set; a Workflow the Certification does
-not own is never adopted.
+not own is never adopted. What compiling leaves out without failing (a spec-level threshold a category cannot
+measure) is logged and recorded as a Warning Event on the Certification when its Workflow is created, as
+`nvcre-compile` prints it: someone who applied the Certification with kubectl sees it in `kubectl describe`.
+
+The status is computed once per reconcile: first what the Workflows say (which also names the result
+ConfigMaps), then the ConfigMap facts are read and folded in.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Any
 
 from nvcre_argo.api.status import CertificationStatus
 from nvcre_argo.catalog.loader import Catalog
-from nvcre_argo.compiler import CompileOptions, compile_certification
+from nvcre_argo.compiler import CompileOptions, certification_warnings, compile_certification
 from nvcre_argo.controller.inputs import ConfigMapReader, read_counts
 from nvcre_argo.controller.observability import Metrics
 from nvcre_argo.errors import CompileError, InvalidDocumentError
@@ -33,8 +38,8 @@ from nvcre_argo.watch.build_failure import (
     name_collision_problem,
     not_started_status,
 )
-from nvcre_argo.watch.events import Event, events_for_transition
-from nvcre_argo.watch.status import compute_status, status_changed
+from nvcre_argo.watch.events import Event, compile_warning_events, events_for_transition
+from nvcre_argo.watch.status import compute_status, status_changed, view_workflows
 
 log = logging.getLogger(__name__)
 COMPONENT = "nvcre-argo-watcher"
@@ -100,6 +105,7 @@ class Reconciler:
                 if certification is None:
                     self._metrics.forget(namespace, name)
                     self._written.pop((namespace, name), None)
+                    self._configmaps.forget((namespace, name))
                     return False
                 try:
                     return self._reconcile_once(certification, workflows)
@@ -118,16 +124,19 @@ class Reconciler:
             if problem is not None:
                 return self._write(certification, previous, not_started_status(certification, problem, previous, now))
         own = relevant_workflows(certification, workflows, submit=self._submit is not None)
-        status = compute_status(certification, own, previous, now)
-        counts = read_counts(self._configmaps, certification["metadata"]["namespace"], status, own)
+        view = view_workflows(certification, own, previous)
+        metadata = certification["metadata"]
+        counts = read_counts(self._configmaps, (metadata["namespace"], metadata["name"]), view.categories, own)
         status = compute_status(
             certification,
             own,
             previous,
             now,
+            view=view,
             excluded_nodes=counts.excluded_nodes,
             failed_node_names=counts.failed_node_names,
             threshold_categories=counts.threshold_categories,
+            unread_categories=counts.unread_categories,
         )
         return self._write(certification, previous, status)
 
@@ -187,6 +196,15 @@ class Reconciler:
         except ApiError as error:  # an Event is worth a warning, not a failed reconcile
             log.warning("cannot record Event %s for %s: %s", event.reason, metadata["name"], error)
 
+    def _warn(self, certification: dict[str, Any], loaded: LoadedCertification) -> None:
+        """Log and record as Events what compiling left out, once: when the Workflow was just created."""
+        assert self._submit is not None
+        warnings = certification_warnings([loaded], catalog=self._submit.catalog)
+        for warning in warnings:
+            log.warning("%s", warning.render())
+        for event in compile_warning_events(warnings):
+            self._emit(certification, event)
+
     def _submit_workflow(self, certification: dict[str, Any]) -> SubmitProblem | None:
         """Compile and create the certification Workflow; why not, when it cannot be."""
         assert self._submit is not None
@@ -232,6 +250,8 @@ class Reconciler:
             existing = self._kube.get(WORKFLOWS, name, metadata["namespace"]) or {}
             if not owned_by(existing, metadata["uid"]):
                 return name_collision_problem(name)
+        else:
+            self._warn(certification, loaded)  # only with the creation, so a restart does not repeat them
         return None
 
 

@@ -21,7 +21,7 @@ from nvcre_argo.watch.status import derive_result
 
 @dataclass(frozen=True)
 class FailedNode:
-    """One entry of a failed-nodes ConfigMap (nvcre-contract.md §3.7)."""
+    """One entry of a failed-nodes ConfigMap (docs/nvcre-contract.md §3.7)."""
 
     name: str
     reason: str

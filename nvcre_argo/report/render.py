@@ -4,7 +4,7 @@ Why these rules: node messages come from pods and may hold terminal escapes, new
 every piece of cluster text is escaped before printing (a report must not rewrite the reader's terminal), and
 the same escaping keeps the XML valid (XML 1.0 forbids most control characters, and ElementTree writes them
 unchecked). JSON keys are sorted and camelCase; JUnit has one testsuite per Certification and one testcase
-per category (nvcre-contract.md §7.13, ADR-088): a failed category carries a `failure` listing its failed
+per category (docs/nvcre-contract.md §7.13, ADR-088): a failed category carries a `failure` listing its failed
 nodes, a category that has not finished carries an `error`, and an INCOMPLETE certification (every category
 passed, some target nodes excluded: "not certified") adds one `certification` testcase with an `error`, so CI
 never shows green for a pool that is not certified.

@@ -31,6 +31,7 @@ from nvcre_argo.watch.conditions import (
 )
 
 CONFIGMAP = "ConfigMap"
+THRESHOLD_NOTE = "nodes failed with ThresholdViolation"
 
 
 def spec_categories(certification: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -93,10 +94,6 @@ def _from_workflow(domain: str, variant: str, child: Mapping[str, Any], namespac
             message = "; ".join(f"group {group} failed" + (f": {text}" if text else "") for group, text in groups)
         else:
             status = "Succeeded"
-    if status == "Failed" and message is not None and not wf.threshold_violation([message]):
-        violation = wf.threshold_violation(wf.failure_messages(child, nodes))
-        if violation:
-            message = f"{message}; {violation}"
     return CategoryStatus(
         domain=domain,
         variant=variant,
@@ -157,10 +154,14 @@ def category_status(
 
 
 def mark_threshold(category: CategoryStatus) -> CategoryStatus:
-    """A failed category whose failed-nodes ConfigMap lists ThresholdViolation says so in its message."""
-    if category.status != "Failed" or wf.threshold_violation([category.message or ""]):
+    """A failed category whose failed-nodes ConfigMap lists ThresholdViolation says so in its message, once.
+
+    The note is for people only: the verdict (ValidationFailed) comes from the ConfigMap's reasons, never
+    from this text. Looking for the note keeps the function idempotent, as a kept status passes through it
+    again on every reconcile."""
+    if category.status != "Failed" or THRESHOLD_NOTE in (category.message or ""):
         return category
-    note = "nodes failed with ThresholdViolation"
+    note = THRESHOLD_NOTE
     if category.failed_nodes_ref:
         note += f" (ConfigMap {category.failed_nodes_ref.name})"
     return category.model_copy(update={"message": f"{category.message}; {note}" if category.message else note})

@@ -1,7 +1,7 @@
 """The vocabulary of a Certification's conditions and Events: types, reasons and the exact messages.
 
 One module so the status mapping, the Event rules and their tests spell every reason the same way. Reasons
-and messages the reference defines are kept verbatim (nvcre-contract.md §3.6); the others are ours, named in
+and messages the reference defines are kept verbatim (docs/nvcre-contract.md §3.6); the others are ours, named in
 the same style, for states the reference controller never shows because it creates its Workflows itself.
 """
 
@@ -47,6 +47,10 @@ MESSAGE_NOT_RUN_DELETED = "Not run: the certification Workflow was deleted"
 REASON_CATEGORY_STARTED = "CategoryStarted"
 REASON_CATEGORY_SUCCEEDED = "CategorySucceeded"
 REASON_CATEGORY_FAILED = "CategoryFailed"
+# Events about what `--submit` compiled: a spec-level threshold dropped for a category that cannot measure it,
+# and any other compile warning.
+REASON_THRESHOLD_NOT_APPLIED = "ThresholdNotApplied"
+REASON_COMPILE_WARNING = "CompileWarning"
 NORMAL = "Normal"
 WARNING = "Warning"
 

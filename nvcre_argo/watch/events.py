@@ -1,24 +1,32 @@
 """Which Kubernetes Events a status change deserves: a pure function of (old status, new status).
 
 Why from the two statuses and nothing else: the watcher emits Events only after a successful status write
-(nvcre-contract.md §7.14: best-effort, at most once per transition), so the write it just made is the whole
+(docs/nvcre-contract.md §7.14: best-effort, at most once per transition), so the write it just made is the whole
 record of what happened. A category emits one Event when it starts and one when it ends; the certification
 emits one when its True condition among InProgress/Succeeded/Failed changes type (a reason- or message-only
 change emits nothing), with the condition's reason and message, and one Warning when ValidationFailed turns
 True. Normal for progress and success, Warning for failure.
+
+`compile_warning_events` is the other source: what compiling a Certification left out without failing, one
+Warning per problem, so a Certification applied with kubectl shows what `nvcre-compile` would have printed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from nvcre_argo.api.status import CategoryStatus, CertificationStatus
+from nvcre_argo.errors import FieldError
+from nvcre_argo.resolve.thresholds import INAPPLICABLE
 from nvcre_argo.watch.conditions import (
     FAILED,
     NORMAL,
     REASON_CATEGORY_FAILED,
     REASON_CATEGORY_STARTED,
     REASON_CATEGORY_SUCCEEDED,
+    REASON_COMPILE_WARNING,
+    REASON_THRESHOLD_NOT_APPLIED,
     VALIDATION_FAILED,
     WARNING,
     active_condition,
@@ -71,3 +79,16 @@ def events_for_transition(old: CertificationStatus | None, new: CertificationSta
     if violated is not None and violated.status == "True" and (was_violated is None or was_violated.status != "True"):
         events.append(Event(WARNING, violated.reason, violated.message))
     return events
+
+
+def compile_warning_events(warnings: Sequence[FieldError]) -> list[Event]:
+    """One Warning per compile warning, in the order given, its message the warning's `path: message` (the
+    Event is already about the Certification, so the source is left out)."""
+    return [
+        Event(
+            WARNING,
+            REASON_THRESHOLD_NOT_APPLIED if warning.kind == INAPPLICABLE else REASON_COMPILE_WARNING,
+            warning.at("").render(),
+        )
+        for warning in warnings
+    ]

@@ -6,7 +6,8 @@ written last time, and the clock. Why `previous` and `now` are inputs: a conditi
 moves only when its status flips, and a deletion is only visible as "was there, is gone". Nothing else is
 remembered, so a restarted watcher writes the same status from the same objects.
 
-Rules (nvcre-contract.md §3.6, §7.13; argo-hera-trainer.md §1.9, §2.2), one category at a time, in spec order:
+Rules (the reference's status semantics, docs/nvcre-contract.md §3.6 and §7.13; Argo's Workflow status,
+docs/argo-hera-trainer.md §2.2), one category at a time, in spec order:
 
 | what is seen | category status |
 | --- | --- |
@@ -26,10 +27,13 @@ a new parent (a re-run) starts its categories afresh.
 The certification is InProgress while any category is Pending or InProgress, then Failed if any category
 failed (reason WorkflowDeleted when the parent Workflow disappeared mid-run), else Succeeded. Once terminal,
 its reason and message stay put while the categories do not change, so a Workflow TTL never rewrites history.
-ValidationFailed is True when a failed category's message reports a threshold violation (see
-`workflows.THRESHOLD_VIOLATION`): the Workflow's message, a failed node's message appended to it, or a note
-added because the caller found `ThresholdViolation` nodes in the category's failed-nodes ConfigMap. Keeping
-the evidence in the category's message means the verdict survives the Workflow's deletion.
+ValidationFailed is True when a failed category's failed-nodes ConfigMap lists a `ThresholdViolation` node: a
+structured fact the caller reads (`threshold_categories`), never guessed from message text. The category's
+message gets a note saying so for people; when that ConfigMap cannot be read this time (deleted by hand), a
+ValidationFailed already written True is kept rather than erased.
+
+Two steps, so the caller reads each result ConfigMap once: `view_workflows` gives what the Workflows alone say
+(including which ConfigMaps the categories point at), then `compute_status` adds the ConfigMap facts.
 
 The per-category rules live in `watch.categories`; `events_for_transition` (from `watch.events`) is
 re-exported here: the Events a status write deserves.
@@ -38,6 +42,7 @@ re-exported here: the Events a status write deserves.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -78,10 +83,20 @@ from nvcre_argo.watch.conditions import (
     VALIDATION_FAILED,
     ConditionStatus,
     active_condition,
+    find_condition,
 )
 from nvcre_argo.watch.events import Event, events_for_transition
 
-__all__ = ["Event", "compute_status", "derive_result", "events_for_transition", "format_time", "status_changed"]
+__all__ = [
+    "Event",
+    "WorkflowView",
+    "compute_status",
+    "derive_result",
+    "events_for_transition",
+    "format_time",
+    "status_changed",
+    "view_workflows",
+]
 
 
 def format_time(now: datetime) -> str:
@@ -92,7 +107,7 @@ def format_time(now: datetime) -> str:
 
 def derive_result(phases: Sequence[str], excluded_nodes: int | None) -> Result:
     """RUNNING while any category is not terminal, FAILED if any failed, INCOMPLETE if all passed but target
-    nodes were left out ("not certified"), else PASSED (nvcre-contract.md §7.13)."""
+    nodes were left out ("not certified"), else PASSED (docs/nvcre-contract.md §7.13)."""
     if not phases or any(phase not in TERMINAL for phase in phases):
         return "RUNNING"
     if FAILED in phases:
@@ -159,34 +174,28 @@ def _conditions(
     return conditions
 
 
-def compute_status(
-    certification: Mapping[str, Any],
-    workflows: Sequence[Mapping[str, Any]],
-    previous: CertificationStatus | None,
-    now: datetime,
-    *,
-    excluded_nodes: int | None = None,
-    failed_node_names: set[str] | None = None,
-    threshold_categories: Collection[int] = (),
-) -> CertificationStatus:
-    """The Certification's status given its Workflows (see the module docstring for every rule).
+@dataclass(frozen=True)
+class WorkflowView:
+    """What the Workflows alone say about a Certification: each category's status (with the result ConfigMaps
+    it points at), the parent Workflow, and whether a parent was seen before."""
 
-    `excluded_nodes` and `failed_node_names` come from ConfigMaps the caller read; when a caller passes None
-    (it did not read them this time), the previous values are kept rather than erased. `threshold_categories`
-    are the indices of categories whose failed-nodes ConfigMap lists a `ThresholdViolation` node: a failed
-    one among them gets a message saying so (and so sets ValidationFailed) even when no Workflow or node
-    message mentions it."""
+    categories: tuple[CategoryStatus, ...]
+    parent: Mapping[str, Any] | None
+    parent_seen: bool
+
+
+def view_workflows(
+    certification: Mapping[str, Any], workflows: Sequence[Mapping[str, Any]], previous: CertificationStatus | None
+) -> WorkflowView:
+    """Every category's status from the Workflows and the previous status (the table in the module docstring)."""
     metadata = certification.get("metadata") or {}
-    generation = metadata.get("generation")
-    generation = generation if isinstance(generation, int) else None
     namespace = metadata.get("namespace") or None
     parent, children = select_workflows(str(metadata.get("name") or ""), workflows)
     parent_nodes = wf.nodes(parent) if parent is not None else {}
     names = {wf.name(item) for item in workflows}
     seen = parent_seen(previous)
-    spec = spec_categories(certification)
     before = list(previous.category_statuses or []) if previous else []
-    categories = [
+    categories = tuple(
         category_status(
             index,
             domain,
@@ -201,29 +210,46 @@ def compute_status(
             parent_seen=seen,
             namespace=namespace,
         )
-        for index, (domain, variant) in enumerate(spec)
-    ]
+        for index, (domain, variant) in enumerate(spec_categories(certification))
+    )
+    return WorkflowView(categories, parent, seen)
+
+
+def compute_status(
+    certification: Mapping[str, Any],
+    workflows: Sequence[Mapping[str, Any]],
+    previous: CertificationStatus | None,
+    now: datetime,
+    *,
+    view: WorkflowView | None = None,
+    excluded_nodes: int | None = None,
+    failed_node_names: Collection[str] | None = None,
+    threshold_categories: Collection[int] = (),
+    unread_categories: Collection[int] = (),
+) -> CertificationStatus:
+    """The Certification's status given its Workflows (see the module docstring for every rule).
+
+    `view` is `view_workflows(certification, workflows, previous)` when the caller already has it.
+    `excluded_nodes` and `failed_node_names` come from ConfigMaps the caller read; when a caller passes None
+    (it could not read them this time), the previous values are kept rather than erased.
+    `threshold_categories` are the indices of categories whose failed-nodes ConfigMap lists a
+    `ThresholdViolation` node, `unread_categories` those whose failed-nodes ConfigMap could not be read."""
+    metadata = certification.get("metadata") or {}
+    generation = metadata.get("generation")
+    generation = generation if isinstance(generation, int) else None
+    view = view if view is not None else view_workflows(certification, workflows, previous)
     categories = [
         mark_threshold(category) if index in threshold_categories else category
-        for index, category in enumerate(categories)
+        for index, category in enumerate(view.categories)
     ]
-    kind, reason, message = _exclusive(categories, parent, seen, previous)
-    violated = [
-        f"{c.domain}/{c.variant}"
-        for c in categories
-        if c.status == "Failed" and wf.threshold_violation([c.message or ""]) is not None
-    ]
-    validation: tuple[str, ConditionStatus, str, str] = (
-        (VALIDATION_FAILED, "True", REASON_THRESHOLD, f"Threshold violation in {', '.join(violated)}")
-        if violated
-        else (VALIDATION_FAILED, "False", REASON_NO_THRESHOLD, MESSAGE_NO_THRESHOLD)
-    )
+    kind, reason, message = _exclusive(categories, view.parent, view.parent_seen, previous)
     wanted: list[tuple[str, ConditionStatus, str, str]] = [
         (item, "True", reason, message) if item == kind else (item, "False", reason, "") for item in EXCLUSIVE_TYPES
     ]
+    validation = _validation(categories, set(threshold_categories), set(unread_categories), previous)
     if excluded_nodes is None and previous is not None:
         excluded_nodes = previous.excluded_nodes
-    failed_nodes = len(failed_node_names) if failed_node_names is not None else None
+    failed_nodes = len(set(failed_node_names)) if failed_node_names is not None else None
     if failed_nodes is None and previous is not None:
         failed_nodes = previous.failed_nodes
     phases = [category.status for category in categories]
@@ -236,6 +262,22 @@ def compute_status(
         conditions=_conditions([*wanted, validation], previous, generation, format_time(now)),
         category_statuses=categories,
     )
+
+
+def _validation(
+    categories: Sequence[CategoryStatus], violated: set[int], unread: set[int], previous: CertificationStatus | None
+) -> tuple[str, ConditionStatus, str, str]:
+    """ValidationFailed: True naming the failed categories with a ThresholdViolation node. With none known
+    but a failed category's ConfigMap unreadable, a True written before is kept (the evidence is gone, not
+    disproved)."""
+    failed = [index for index, category in enumerate(categories) if category.status == FAILED]
+    named = [f"{categories[i].domain}/{categories[i].variant}" for i in failed if i in violated]
+    if named:
+        return VALIDATION_FAILED, "True", REASON_THRESHOLD, f"Threshold violation in {', '.join(named)}"
+    before = find_condition(previous.conditions if previous else None, VALIDATION_FAILED)
+    if before is not None and before.status == "True" and any(i in unread for i in failed):
+        return VALIDATION_FAILED, "True", before.reason, before.message
+    return VALIDATION_FAILED, "False", REASON_NO_THRESHOLD, MESSAGE_NO_THRESHOLD
 
 
 def status_changed(old: CertificationStatus | None, new: CertificationStatus) -> bool:

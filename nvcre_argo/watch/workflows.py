@@ -15,9 +15,8 @@ import binascii
 import gzip
 import json
 import logging
-import re
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from nvcre_argo import contract
@@ -27,12 +26,6 @@ logger = logging.getLogger(__name__)
 RUNNING_PHASES = frozenset({"", "Pending", "Running"})
 FAILED_PHASES = frozenset({"Failed", "Error"})
 TERMINAL_PHASES = FAILED_PHASES | {"Succeeded"}
-
-THRESHOLD_VIOLATION = re.compile(r"threshold[\s_-]*violat", re.IGNORECASE)
-"""What marks a threshold violation in a Workflow or node message: `ThresholdViolation` (the failed-node reason
-of nvcre-contract.md §3.7), `ThresholdViolated` (the reference's Job condition reason, §7.9), or the prose
-"threshold violation"/"threshold violated". A bare "Threshold" is not enough: `ThresholdsMet` and
-`Threshold "x": ...` (an invalid expression) are not violations."""
 
 Node = dict[str, Any]
 
@@ -169,21 +162,6 @@ def failed_steps(all_nodes: Mapping[str, Node], template: str) -> list[tuple[str
         if _template(node) == template and node.get("phase") in FAILED_PHASES and node.get("type") != "Skipped"
     ]
     return sorted(failed)
-
-
-def failure_messages(workflow: Mapping[str, Any], all_nodes: Mapping[str, Node]) -> list[str]:
-    """The Workflow's message, then the messages of its failed nodes (sorted, without repeats)."""
-    found = [message(workflow)] if message(workflow) else []
-    node_messages = {
-        _text(node.get("message")) for node in all_nodes.values() if node.get("phase") in FAILED_PHASES
-    } - {""}
-    found.extend(text for text in sorted(node_messages) if text not in found)
-    return found
-
-
-def threshold_violation(texts: Iterable[str]) -> str | None:
-    """The first text that reports a threshold violation, if any."""
-    return next((text for text in texts if THRESHOLD_VIOLATION.search(text)), None)
 
 
 def step_failure(all_nodes: Mapping[str, Node], template: str) -> str | None:

@@ -8,6 +8,7 @@ linter is built from Go modules by `make testbin` (hack/testbin/argolint).
 
 from __future__ import annotations
 
+import copy
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,9 @@ def _lint(files: list[Path]) -> subprocess.CompletedProcess[str]:
 
 
 def _write(path: Path, document: dict[str, Any]) -> Path:
-    """Everything in one namespace, so the offline linter resolves workflowTemplateRef as a cluster would."""
+    """Everything in one namespace, so the offline linter resolves workflowTemplateRef as a cluster would.
+    A copy: the compiled Workflows are cached and shared with the snapshot tests."""
+    document = copy.deepcopy(document)
     document["metadata"]["namespace"] = NAMESPACE
     path.write_text(dump_yaml(document))
     return path
@@ -60,7 +63,7 @@ def test_every_compiled_workflow_and_template_passes_argo_lint(tmp_path: Path) -
 
 
 def test_argo_lint_rejects_a_step_that_calls_a_missing_template(tmp_path: Path) -> None:
-    broken = compiled_case(ALL_CASES[0])
+    broken = copy.deepcopy(compiled_case(ALL_CASES[0]))
     broken["spec"]["templates"][-1]["steps"][0][0]["template"] = "no-such-template"
     path = tmp_path / "broken.yaml"
     path.write_text(dump_yaml(broken))

@@ -1,4 +1,4 @@
-"""The failed/succeeded-node ConfigMaps in the reference's exact layout (`nvcre-contract.md` §3.7).
+"""The failed/succeeded-node ConfigMaps in the reference's exact layout (`docs/nvcre-contract.md` §3.7).
 
 Consumers read these with nothing but base64 and gunzip, so the layout is checked with the real
 `base64 -d | gunzip` commands on the manifest's text, not only with our own decoder.

@@ -1,6 +1,6 @@
-"""The Workflow → Certification status mapping, table by table (nvcre-contract.md §3.6, §7.13, §7.14).
+"""The Workflow → Certification status mapping, table by table (docs/nvcre-contract.md §3.6, §7.13, §7.14).
 
-Workflows are built here in the shape Argo writes them (argo-hera-trainer.md §2.2): a parent labelled
+Workflows are built here in the shape Argo writes them (docs/argo-hera-trainer.md §2.2): a parent labelled
 role=certification and category Workflows `<parent>-<index>` labelled role=category, owned by the parent,
 with `record` nodes carrying the ConfigMap names as output parameters. Expected values come from the rules,
 not from the function's output.
@@ -24,6 +24,7 @@ from nvcre_argo.watch.status import (
     events_for_transition,
     format_time,
     status_changed,
+    view_workflows,
 )
 from nvcre_argo.watch.workflows import decode_compressed_nodes
 
@@ -437,37 +438,80 @@ def test_failed_nodes_of_other_templates_do_not_fail_a_succeeded_category() -> N
 
 
 @pytest.mark.parametrize(
-    ("workflow_message", "node_message", "violated"),
+    ("workflow_message", "node_message"),
     [
-        pytest.param("ThresholdViolation: busBandwidthGBps 12.5 < 300", "", True, id="workflow-message"),
-        pytest.param("child failed", "node-a: ThresholdViolation busBandwidthGBps", True, id="node-message"),
-        pytest.param("threshold violated for goodputRatio", "", True, id="prose"),
-        pytest.param("child failed", "Xid 79: GPU has fallen off the bus", False, id="hardware"),
-        pytest.param("ThresholdsMet but pod was evicted", "", False, id="thresholds-met-is-not-a-violation"),
+        pytest.param("ThresholdViolation: busBandwidthGBps 12.5 < 300", "", id="workflow-message"),
+        pytest.param("child failed", "node-a: ThresholdViolation busBandwidthGBps", id="node-message"),
+        pytest.param("threshold violated for goodputRatio", "", id="prose"),
     ],
 )
-def test_validation_failed_is_true_only_when_a_failed_category_reports_a_threshold_violation(
-    workflow_message: str, node_message: str, violated: bool
-) -> None:
+def test_validation_failed_is_never_guessed_from_message_text(workflow_message: str, node_message: str) -> None:
     nodes = {"n": group_node("n", "Failed", node_message)} if node_message else None
     status = compute([parent(), child(0, "Failed", message=workflow_message, nodes=nodes), child(1, "Running")])
+    assert condition(status, "ValidationFailed").status == "False"
+    assert (status.category_statuses or [])[0].message == workflow_message
+
+
+@pytest.mark.parametrize(
+    ("category_phase", "violated"),
+    [
+        pytest.param("Failed", True, id="failed-with-threshold-nodes"),
+        pytest.param("Running", False, id="still-running"),
+        pytest.param("Succeeded", False, id="succeeded"),
+    ],
+)
+def test_validation_failed_is_true_only_for_a_failed_category_whose_configmap_lists_threshold_violations(
+    category_phase: str, violated: bool
+) -> None:
+    status = compute([parent(), child(0, category_phase, message="child failed")], threshold_categories={0})
     validation = condition(status, "ValidationFailed")
     assert validation.status == ("True" if violated else "False")
     if violated:
-        assert validation.reason == "ThresholdViolation"
-        assert validation.message == "Threshold violation in communication/nccl-all-reduce"
-        category_message = (status.category_statuses or [])[0].message or ""
-        assert "hreshold" in category_message
+        assert (validation.reason, validation.message) == (
+            "ThresholdViolation",
+            "Threshold violation in communication/nccl-all-reduce",
+        )
 
 
 def test_validation_failed_coexists_with_the_failed_condition() -> None:
     status = compute(children("Failed", "Succeeded", "Succeeded"))
     assert condition(status, "ValidationFailed").status == "False"
-    workflows = children("Succeeded", "Succeeded", "Succeeded")
-    workflows[1]["status"] = {"phase": "Failed", "message": "ThresholdViolation: avgStepTimeSec"}
-    status = compute(workflows)
+    workflows = children("Succeeded", "Failed", "Succeeded")
+    status = compute(workflows, threshold_categories={1})
     assert active(status) == ("Failed", "WorkflowFailed")
     assert condition(status, "ValidationFailed").status == "True"
+
+
+def test_validation_failed_is_kept_when_the_evidence_cannot_be_read_and_cleared_when_it_is_read_clean() -> None:
+    workflows = children("Succeeded", "Failed", "Succeeded")
+    violated = compute(workflows, threshold_categories={1})
+    unread = compute(workflows, previous=violated, now=T0 + timedelta(minutes=1), unread_categories={1})
+    assert condition(unread, "ValidationFailed") == condition(violated, "ValidationFailed")
+    clean = compute(workflows, previous=unread, now=T0 + timedelta(minutes=2))
+    assert condition(clean, "ValidationFailed").status == "False"
+
+
+def test_the_threshold_note_is_added_once_however_often_the_status_is_recomputed() -> None:
+    nodes = {"r": record_node("r", failed_ref="failed-nodes-1a2b3c4d")}
+    workflows = [
+        parent("Failed"),
+        child(0, "Failed", message="child failed", nodes=nodes),
+        child(1, "Succeeded"),
+        child(2, "Succeeded"),
+    ]
+    first = compute(workflows, threshold_categories={0})
+    # Garbage-collected Workflows: the category statuses are kept from `previous` and pass the note step again.
+    again = compute([], previous=first, now=T0 + timedelta(minutes=1), threshold_categories={0})
+    assert (again.category_statuses or [])[0].message == (
+        "child failed; nodes failed with ThresholdViolation (ConfigMap failed-nodes-1a2b3c4d)"
+    )
+    assert not status_changed(first, again)
+
+
+def test_computing_from_a_precomputed_view_gives_the_same_status() -> None:
+    workflows = [*children("Succeeded"), child(1, "Failed", message="m"), child(2, "Running")]
+    view = view_workflows(certification(), workflows, None)
+    assert compute(workflows, view=view, threshold_categories={1}) == compute(workflows, threshold_categories={1})
 
 
 def test_a_category_workflow_deleted_before_it_finished_fails_with_a_message_saying_so() -> None:
@@ -641,10 +685,15 @@ def test_the_result_word_follows_the_category_phases(
     assert derive_result(phases_list, excluded) == expected
 
 
-def _events(*steps: list[dict[str, Any]]) -> list[list[Event]]:
+def _events(*steps: list[dict[str, Any]], threshold_categories: set[int] | None = None) -> list[list[Event]]:
     emitted, previous = [], None
     for index, workflows in enumerate(steps):
-        status = compute(workflows, previous=previous, now=T0 + timedelta(minutes=index))
+        status = compute(
+            workflows,
+            previous=previous,
+            now=T0 + timedelta(minutes=index),
+            threshold_categories=threshold_categories or set(),
+        )
         emitted.append(events_for_transition(previous, status))
         previous = status
     return emitted
@@ -661,6 +710,7 @@ def test_events_are_emitted_once_per_transition() -> None:
         [*children("Succeeded"), threshold, child(2, "Running")],
         [*children("Succeeded"), threshold, child(2, "Succeeded")],
         [*children("Succeeded"), threshold, child(2, "Succeeded")],
+        threshold_categories={1},
     )
     assert emitted == [
         [("Normal", "WaitingForWorkflow", "Waiting for the certification Workflow to be created")],
@@ -676,7 +726,7 @@ def test_events_are_emitted_once_per_transition() -> None:
                 "Warning",
                 "CategoryFailed",
                 f"Category diagnostics/dcgm-level1 failed (Workflow {PARENT}-1): "
-                "ThresholdViolation: busBandwidthGBps 10 < 300",
+                "ThresholdViolation: busBandwidthGBps 10 < 300; nodes failed with ThresholdViolation",
             ),
             ("Normal", "CategoryStarted", f"Category training/nemotron5-8b started (Workflow {PARENT}-2)"),
             ("Warning", "ThresholdViolation", "Threshold violation in diagnostics/dcgm-level1"),
