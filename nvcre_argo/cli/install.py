@@ -1,7 +1,13 @@
-"""`nvcre-argo install`: the CRD, namespace, RBAC, watcher Deployment and WorkflowTemplates."""
+"""`nvcre-argo install`: the CRD, namespaces, RBAC, watcher Deployments and WorkflowTemplates.
+
+Namespaces are created when missing and otherwise left alone: a team's existing namespace keeps its own
+labels and owners (server-side apply would take over the fields we set). Everything else is server-side
+applied, so running `install` again converges.
+"""
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -11,23 +17,58 @@ from nvcre_argo import contract
 from nvcre_argo.cli.catalog import catalog_dir_option, open_catalog
 from nvcre_argo.cli.cluster import kubeconfig_option, open_cluster
 from nvcre_argo.cli.inputs import check_namespace, require_non_empty
-from nvcre_argo.kube.client import ApiError
+from nvcre_argo.cli.watch import check_bind_address
+from nvcre_argo.kube.client import ApiError, KubeClient
+from nvcre_argo.kube.resources import BY_KIND, Resource
 from nvcre_argo.render.catalog_templates import build_catalog_templates
-from nvcre_argo.render.install import build_install_manifests
+from nvcre_argo.render.install import InstallSettings, build_install_manifests
+from nvcre_argo.render.install_objects import DEFAULT_BIND_ADDRESS
 from nvcre_argo.yamlio import dump_yaml_documents
 
 FIELD_MANAGER = "nvcre-argo-install"
+APPLY_PATCH = "application/apply-patch+yaml"
+# Kinds only `install` writes, which the kube module's table (the product's run-time resources) leaves out.
+INSTALL_ONLY = {"PodDisruptionBudget": Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget")}
+NO_WATCH_NAMESPACE = (
+    "give at least one --watch-namespace NS (repeatable): each namespace Certifications run in gets its own "
+    "service accounts, Roles and WorkflowTemplates; there is no cluster-wide mode"
+)
 
 
-def install_manifests(
-    namespace: str, image: str, watch_namespace: str | None, *, submit: bool, catalog_dirs: tuple[Path, ...]
-) -> list[dict[str, Any]]:
-    manifests = build_install_manifests(namespace, image, watch_namespace, submit=submit)
-    run_namespace = watch_namespace or namespace
-    for template in build_catalog_templates(open_catalog(catalog_dirs), step_image=image).values():
-        template["metadata"]["namespace"] = run_namespace
-        manifests.append(template)
+def install_manifests(settings: InstallSettings, *, catalog_dirs: tuple[Path, ...]) -> list[dict[str, Any]]:
+    """The install objects, then the catalog's WorkflowTemplates in every watched namespace."""
+    manifests = build_install_manifests(settings)
+    templates = build_catalog_templates(open_catalog(catalog_dirs), step_image=settings.image).values()
+    for namespace in settings.watch_namespaces:
+        for template in templates:
+            placed = copy.deepcopy(template)
+            placed["metadata"]["namespace"] = namespace
+            manifests.append(placed)
     return manifests
+
+
+def _check_namespaces(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+    for value in values:
+        check_namespace(ctx, param, value)
+    return values
+
+
+def _apply(kube: KubeClient, manifest: dict[str, Any]) -> str:
+    """Create a missing Namespace (never relabel an existing one) or server-side apply anything else."""
+    if manifest["kind"] == "Namespace":
+        return "created" if kube.create_if_absent(manifest) else "exists"
+    if manifest["kind"] in BY_KIND:
+        kube.apply(manifest, field_manager=FIELD_MANAGER)
+        return "applied"
+    metadata = manifest["metadata"]
+    kube.request(
+        "PATCH",
+        INSTALL_ONLY[manifest["kind"]].path(metadata.get("namespace"), metadata["name"]),
+        body=manifest,
+        query={"fieldManager": FIELD_MANAGER, "force": "true"},
+        content_type=APPLY_PATCH,
+    )
+    return "applied"
 
 
 @click.command("install")
@@ -36,9 +77,10 @@ def install_manifests(
 )
 @click.option(
     "--watch-namespace",
-    default=None,
-    callback=check_namespace,
-    help="The one namespace to watch and run in (default: all).",
+    "watch_namespaces",
+    multiple=True,
+    callback=_check_namespaces,
+    help="A namespace Certifications run in (repeatable, at least one; created when missing).",
 )
 @click.option(
     "--image",
@@ -48,29 +90,51 @@ def install_manifests(
     help="Watcher and step image.",
 )
 @click.option("--no-submit", is_flag=True, help="Do not let the watcher create Workflows (GitOps/argo submit only).")
+@click.option("--pdb", is_flag=True, help="Two watcher replicas per namespace behind a PodDisruptionBudget.")
+@click.option(
+    "--watcher-bind-address",
+    default=DEFAULT_BIND_ADDRESS,
+    show_default=True,
+    callback=check_bind_address,
+    help="IP the watcher's metrics and health servers listen on (`::` on IPv6 clusters).",
+)
 @click.option("--print", "print_only", is_flag=True, help="Print the manifests instead of applying them.")
 @catalog_dir_option
 @kubeconfig_option
 def install_command(
     namespace: str,
-    watch_namespace: str | None,
+    watch_namespaces: tuple[str, ...],
     image: str,
     no_submit: bool,
+    pdb: bool,
+    watcher_bind_address: str,
     print_only: bool,
     catalog_dirs: tuple[Path, ...],
     kubeconfig: str | None,
 ) -> None:
     """Install nvcre-argo into a cluster (server-side apply), or print what would be applied."""
-    manifests = install_manifests(namespace, image, watch_namespace, submit=not no_submit, catalog_dirs=catalog_dirs)
+    if not watch_namespaces:
+        raise click.UsageError(NO_WATCH_NAMESPACE)
+    settings = InstallSettings(
+        namespace=namespace,
+        image=image,
+        watch_namespaces=watch_namespaces,
+        submit=not no_submit,
+        pdb=pdb,
+        bind_address=watcher_bind_address,
+    )
+    manifests = install_manifests(settings, catalog_dirs=catalog_dirs)
     if print_only:
         click.echo(dump_yaml_documents(manifests), nl=False)
         return
     kube = open_cluster(kubeconfig)
     for manifest in manifests:
-        what = f"{manifest['kind']}/{manifest['metadata']['name']}"
+        metadata = manifest["metadata"]
+        where = f" (namespace {metadata['namespace']})" if metadata.get("namespace") else ""
+        what = f"{manifest['kind']}/{metadata['name']}{where}"
         try:
-            kube.apply(manifest, field_manager=FIELD_MANAGER)
+            outcome = _apply(kube, manifest)
         except ApiError as error:
             click.echo(f"error: applying {what}: {error}", err=True)
             raise SystemExit(1) from None
-        click.echo(f"applied {what}")
+        click.echo(f"{outcome} {what}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import signal
 import socket
@@ -20,6 +21,17 @@ from nvcre_argo.controller.observability import Metrics, serve
 from nvcre_argo.controller.reconciler import Reconciler, SubmitSettings
 
 log = logging.getLogger(__name__)
+LEADER_ELECTION_ID = "nvcre-argo-watcher"
+
+
+def check_bind_address(_ctx: click.Context, _param: click.Parameter, value: str) -> str:
+    """A click callback: the metrics and health servers bind an IP literal (IPv4, or IPv6 such as `::`, which
+    on a dual-stack node also accepts IPv4), so a typo is a usage error, not a traceback at start-up."""
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        raise click.BadParameter(f"must be an IPv4 or IPv6 address such as 0.0.0.0 or ::, got {value!r}") from None
+    return value
 
 
 @click.command("watch")
@@ -37,13 +49,26 @@ log = logging.getLogger(__name__)
 @click.option("--kubeconfig", envvar="KUBECONFIG", default=None, help="Outside a cluster: the kubeconfig.")
 @click.option("--metrics-port", type=int, default=8080, show_default=True, help="0 disables /metrics.")
 @click.option("--health-port", type=int, default=8081, show_default=True, help="0 disables /healthz and /readyz.")
-@click.option("--bind-address", default="0.0.0.0", show_default=True, help="Address of the metrics and health ports.")  # noqa: S104
+@click.option(
+    "--bind-address",
+    default="0.0.0.0",  # noqa: S104 - the pod's own network namespace; kubelet probes need it
+    show_default=True,
+    callback=check_bind_address,
+    help="IP the metrics and health servers listen on (`::` for IPv6).",
+)
 @click.option("--leader-elect", is_flag=True, help="Hold a Lease so only one replica writes.")
 @click.option(
     "--leader-election-namespace",
     default=None,
     callback=check_namespace,
     help="Namespace of the Lease (default: the watched one).",
+)
+@click.option(
+    "--leader-election-id",
+    default=LEADER_ELECTION_ID,
+    show_default=True,
+    callback=check_namespace,  # a DNS-1123 label, as the install's generated names are
+    help="Name of the Lease (one per watcher that must not stand in for another).",
 )
 @click.option("--identity", default=None, help="This replica's identity (default: the host name).")
 @click.option("--resync-seconds", type=float, default=60.0, show_default=True, help="Periodic full reconcile.")
@@ -59,6 +84,7 @@ def watch_command(
     bind_address: str,
     leader_elect: bool,
     leader_election_namespace: str | None,
+    leader_election_id: str,
     identity: str | None,
     resync_seconds: float,
 ) -> None:
@@ -82,7 +108,7 @@ def watch_command(
         lease_namespace = leader_election_namespace or namespace
         if not lease_namespace:
             raise click.UsageError("--leader-elect with --all-namespaces needs --leader-election-namespace")
-        elector = LeaderElector(kube, LeaseSettings("nvcre-argo-watcher", lease_namespace, identity))
+        elector = LeaderElector(kube, LeaseSettings(leader_election_id, lease_namespace, identity))
     servers = []
     if metrics_port:
         servers.append(

@@ -7,6 +7,7 @@ excluded nodes); counters and a histogram describe the watcher itself (reconcile
 
 from __future__ import annotations
 
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -143,6 +144,21 @@ def serve(
         def log_message(self, format: str, *args: Any) -> None:
             del format, args
 
-    server = ThreadingHTTPServer((bind, port), Handler)
+    server = _server_class(bind)((bind, port), Handler)
     threading.Thread(target=server.serve_forever, name=f"http-{port}", daemon=True).start()
     return server
+
+
+class _ThreadingHTTPServerV6(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+    def server_bind(self) -> None:
+        # `::` serves IPv4 clients too (dual stack), whatever the node's `net.ipv6.bindv6only` default.
+        self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        super().server_bind()
+
+
+def _server_class(bind: str) -> type[ThreadingHTTPServer]:
+    """An IPv6 bind address (`::`, `::1`) needs an AF_INET6 socket; the standard server only opens AF_INET,
+    so on an IPv6-only cluster the probes and the metrics scrape would never reach the watcher."""
+    return _ThreadingHTTPServerV6 if ":" in bind else ThreadingHTTPServer

@@ -323,7 +323,7 @@ def kubeconfig_text(port: int, namespace: str | None = "team-a") -> str:
 CLUSTER_COMMANDS = {
     "report": ["report", "some-cert"],
     "watch": ["watch", "-n", "nvcre", "--metrics-port", "0", "--health-port", "0"],
-    "install": ["install"],
+    "install": ["install", "--watch-namespace", "nvcre"],
 }
 NO_CLUSTER_ENV = {"KUBERNETES_SERVICE_HOST": None, "KUBERNETES_SERVICE_PORT": None}
 
@@ -428,6 +428,7 @@ COMMANDS = [
     ["watch", "--metrics-port", "0", "--health-port", "0"],
     ["install"],
     ["install", "--print"],
+    ["plan"],
     ["compile"],
     ["compile", "--validate-only"],
     ["compile", "--check"],
