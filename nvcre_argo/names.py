@@ -46,8 +46,10 @@ def dns_label(text: str, limit: int = DNS_LABEL_LIMIT) -> str:
 
 
 def category_step_name(domain: str, variant: str) -> str:
-    """The parent Workflow's step for a category reads like the spec: `communication-nccl-all-reduce`."""
-    return dns_label(f"{domain}-{variant}")
+    """The parent Workflow's step for a category: its variant (`nccl-all-reduce`), which names the test and is
+    short enough for Argo's graph, which cuts labels at 28 characters. The domain is in the step's Workflow."""
+    del domain
+    return dns_label(variant)
 
 
 # Argo appends 5 random characters to a generateName; a category Workflow adds `-<index>` (up to 3 more).
@@ -67,7 +69,7 @@ def submitted_workflow_name(certification: str, uid: str) -> str:
 
 
 def category_step_names(categories: list[tuple[str, str]]) -> list[str]:
-    """Step names equal to `domain-variant`, so the Argo graph reads like the spec; repeats get `-2`, `-3`."""
+    """Step names equal to the variant, so the Argo graph reads like the spec; repeats get `-2`, `-3`."""
     seen: dict[str, int] = {}
     names = []
     for domain, variant in categories:
@@ -77,9 +79,10 @@ def category_step_names(categories: list[tuple[str, str]]) -> list[str]:
     return names
 
 
-def trainjob_name(workflow_name: str, group: str, iteration: int = 0) -> str:
-    """Deterministic per (category Workflow, group, iteration): a re-run finds the TrainJob it made."""
-    suffix = f"-{group}" + (f"-i{iteration}" if iteration else "")
+def trainjob_name(workflow_name: str, group: str, iteration: int = 0, attempt: int = 1) -> str:
+    """Deterministic per (category Workflow, group, iteration, attempt): a re-run finds the TrainJob it made;
+    a re-test (`argo retry` of a finished group) is a new attempt with a new TrainJob."""
+    suffix = f"-{group}" + (f"-i{iteration}" if iteration else "") + (f"-a{attempt}" if attempt > 1 else "")
     stem = dns_label(workflow_name, TRAINJOB_NAME_LIMIT - len(suffix))
     name = f"{stem}{suffix}"
     return name if name[0].isalpha() else f"t{dns_label(workflow_name, TRAINJOB_NAME_LIMIT - len(suffix) - 1)}{suffix}"

@@ -1,7 +1,12 @@
-"""The failed-node and succeeded-node ConfigMaps, byte for byte in the reference's layout (§3.7).
+"""Every result ConfigMap's keys and layout, in one place: the failed/succeeded-node ConfigMaps and the
+per-group `result.json`.
 
-Tools that consume NVCRE results (node-quarantine controllers such as NVSentinel's certification monitor)
-read these ConfigMaps, so ours must decode the same way:
+Why one module: the steps write these ConfigMaps and the watcher and `report` read them; with the keys and
+the parsing here, a writer and its readers cannot drift apart.
+
+The failed-node and succeeded-node ConfigMaps are byte for byte in the reference's layout
+(docs/nvcre-contract.md §3.7). Tools that consume NVCRE results (node-quarantine controllers such as
+NVSentinel's certification monitor) read these ConfigMaps, so ours must decode the same way:
 - `binaryData["failed-nodes.json.gz"]`: gzip of a compact JSON array (as Go's `json.Marshal` writes it) of
   `{"name", "reason", "message"}` objects in that key order,
   reason `HardwareFailureDetected` | `ThresholdViolation` | `WorkloadFailed`; a (node, reason) pair appears
@@ -10,6 +15,17 @@ read these ConfigMaps, so ours must decode the same way:
   names never contain commas).
 Gzip is at best compression with a zero timestamp and no file name, so the same nodes always give the same
 bytes (a re-run of the record step writes an identical object and the update is a no-op).
+
+Each node group's result is `binaryData["result.json.gz"]` of a ConfigMap labelled
+`nvcre.nvidia.com/record=group-result` (one per group, rewritten after every iteration): gzip (deterministic)
+of compact JSON `{"group", "nodes", "attempt", "iterations": [{"iteration", "trainjob", "succeeded",
+"message", "failed_nodes": [{"name", "reason"[, "message"]}], "measurements": {key: number}}]}`. A failed
+node's `message` is left out when it is its iteration's `message` (the usual case: a whole-group failure, or a
+log tail shared by every rank that failed first), and read back as that message, so a group that blames all
+of its 10,000 nodes writes one copy of a 4 KiB log tail, not 10,000: stored plain with one message per node,
+a 4,096-node group passed the 1 MiB object limit and the API server refused it, losing the result. Readers
+still accept the older form, `data["result.json"]` in plain JSON with every message written out.
+`read_group_result` checks the shape, so a reader sees a typed record or a ResultsError, never a KeyError.
 
 `sanitize_log_tail` makes the end of a pod log safe to carry in a message: bounded in bytes, cut on a
 character boundary, with control characters (ANSI colour codes, carriage returns) escaped.
@@ -23,7 +39,7 @@ import io
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 from nvcre_argo.errors import NvcreError
 
@@ -31,8 +47,13 @@ HARDWARE_FAILURE_DETECTED: Final = "HardwareFailureDetected"
 THRESHOLD_VIOLATION: Final = "ThresholdViolation"
 WORKLOAD_FAILED: Final = "WorkloadFailed"
 FAILURE_REASONS = (HARDWARE_FAILURE_DETECTED, THRESHOLD_VIOLATION, WORKLOAD_FAILED)
-FAILED_NODES_KEY = "failed-nodes.json.gz"
-SUCCEEDED_NODES_KEY = "succeeded-nodes.csv.gz"
+FAILED_NODES_KEY: Final = "failed-nodes.json.gz"
+SUCCEEDED_NODES_KEY: Final = "succeeded-nodes.csv.gz"
+GROUP_RESULT_KEY: Final = "result.json.gz"
+LEGACY_GROUP_RESULT_KEY: Final = "result.json"  # plain JSON in `data`, as written before compression
+# Values of the `nvcre.nvidia.com/record` label: which kind of record a step's ConfigMap holds.
+RECORD_PLAN: Final = "plan"
+RECORD_GROUP_RESULT: Final = "group-result"
 DEFAULT_LOG_LIMIT_BYTES = 4096
 _KEEP = frozenset("\n\t")
 
@@ -127,6 +148,151 @@ def succeeded_nodes_configmap_manifest(
         owner_references=owner_references,
         labels=labels,
     )
+
+
+def configmap_binary(configmap: Mapping[str, Any], key: str) -> bytes | None:
+    """`binaryData[key]` decoded from base64; None when the ConfigMap has no such key."""
+    encoded = (configmap.get("binaryData") or {}).get(key)
+    if not encoded:
+        return None
+    try:
+        return base64.b64decode(encoded, validate=True)
+    except ValueError as error:
+        raise ResultsError(f"{key}: not base64 data: {error}") from None
+
+
+def read_failed_nodes(configmap: Mapping[str, Any]) -> list[FailedNode]:
+    """The failed nodes of a failed-nodes ConfigMap (none when the key is absent: nothing failed)."""
+    data = configmap_binary(configmap, FAILED_NODES_KEY)
+    return decode_failed_nodes(data) if data is not None else []
+
+
+def read_succeeded_nodes(configmap: Mapping[str, Any]) -> list[str]:
+    """The node names of a succeeded-nodes ConfigMap (none when the key is absent)."""
+    data = configmap_binary(configmap, SUCCEEDED_NODES_KEY)
+    return decode_succeeded_nodes(data) if data is not None else []
+
+
+class FailedNodeRecord(TypedDict):
+    name: str
+    reason: str
+    message: str
+
+
+class IterationRecord(TypedDict):
+    iteration: int
+    trainjob: str
+    succeeded: bool
+    message: str
+    failed_nodes: list[FailedNodeRecord]
+    measurements: dict[str, float]
+
+
+class GroupResultRecord(TypedDict):
+    """One group's `result.json`, as the run step writes it (see the module docstring)."""
+
+    group: str
+    nodes: list[str]
+    iterations: list[IterationRecord]
+    attempt: int  # 1 unless the group was tested again (`argo retry`) after a finished run
+
+
+def group_result_binary_data(record: Mapping[str, Any]) -> dict[str, str]:
+    """A group-result ConfigMap's `binaryData` for `record` (a GroupResultRecord, or the same shape with
+    failed-node messages written out): each message equal to its iteration's is left out (see the module
+    docstring); `read_group_result` restores it."""
+    document = {key: record[key] for key in sorted(record) if key != "iterations"}
+    document["iterations"] = [_elide_messages(iteration) for iteration in record["iterations"]]
+    payload = json.dumps(document, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
+    return {GROUP_RESULT_KEY: base64_text(gzip_bytes(payload))}
+
+
+def _elide_messages(iteration: Mapping[str, Any]) -> dict[str, Any]:
+    shared = iteration.get("message")
+    failed = [
+        {key: value for key, value in node.items() if key != "message" or value != shared}
+        for node in iteration.get("failed_nodes") or []
+    ]
+    return {**iteration, "failed_nodes": failed}
+
+
+def read_group_result(configmap: Mapping[str, Any]) -> GroupResultRecord:
+    """The result of a group-result ConfigMap (compressed, or the older plain `data["result.json"]`),
+    checked; ResultsError when it is missing or malformed."""
+    data = configmap_binary(configmap, GROUP_RESULT_KEY)
+    if data is not None:
+        try:
+            text = _gunzip(data, GROUP_RESULT_KEY).decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ResultsError(f"{GROUP_RESULT_KEY}: not UTF-8 text: {error}") from None
+        return parse_group_result(text, GROUP_RESULT_KEY)
+    legacy = (configmap.get("data") or {}).get(LEGACY_GROUP_RESULT_KEY)
+    if not isinstance(legacy, str):
+        raise ResultsError(f"{GROUP_RESULT_KEY}: missing (and no {LEGACY_GROUP_RESULT_KEY} either)")
+    return parse_group_result(legacy, LEGACY_GROUP_RESULT_KEY)
+
+
+def parse_group_result(text: str, where: str = LEGACY_GROUP_RESULT_KEY) -> GroupResultRecord:
+    """Result JSON text → a checked record (measurements become floats, elided messages restored); `where`
+    names the key it came from in errors."""
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ResultsError(f"{where}: not a JSON document: {error}") from None
+    document = _expect(document, dict, where)
+    iterations = _expect(document.get("iterations"), list, f"{where}.iterations")
+    return {
+        "group": _expect(document.get("group"), str, f"{where}.group"),
+        "nodes": [_expect(node, str, f"{where}.nodes[{i}]") for i, node in enumerate(_nodes(document, where))],
+        "iterations": [_read_iteration(item, f"{where}.iterations[{i}]") for i, item in enumerate(iterations)],
+        "attempt": _expect(document.get("attempt", 1), int, f"{where}.attempt"),
+    }
+
+
+def _nodes(document: Mapping[str, Any], where: str) -> list[Any]:
+    nodes: list[Any] = _expect(document.get("nodes"), list, f"{where}.nodes")
+    return nodes
+
+
+def _read_iteration(item: Any, where: str) -> IterationRecord:
+    item = _expect(item, dict, where)
+    failed = _expect(item.get("failed_nodes", []), list, f"{where}.failed_nodes")
+    measurements = _expect(item.get("measurements", {}), dict, f"{where}.measurements")
+    message: str = _expect(item.get("message"), str, f"{where}.message")
+    return {
+        "iteration": _expect(item.get("iteration"), int, f"{where}.iteration"),
+        "trainjob": _expect(item.get("trainjob"), str, f"{where}.trainjob"),
+        "succeeded": _expect(item.get("succeeded"), bool, f"{where}.succeeded"),
+        "message": message,
+        "failed_nodes": [
+            _read_failed_record(node, f"{where}.failed_nodes[{i}]", message) for i, node in enumerate(failed)
+        ],
+        "measurements": {
+            str(key): float(_expect(value, (int, float), f"{where}.measurements[{key!r}]"))
+            for key, value in measurements.items()
+        },
+    }
+
+
+def _read_failed_record(item: Any, where: str, shared_message: str) -> FailedNodeRecord:
+    """One failed node; an absent `message` is its iteration's (an explicit null is still an error)."""
+    item = _expect(item, dict, where)
+    if "message" not in item:
+        item = {**item, "message": shared_message}
+    node = FailedNode(*(_expect(item.get(key), str, f"{where}.{key}") for key in _FIELDS))
+    return {"name": node.name, "reason": node.reason, "message": node.message}
+
+
+_FIELDS = ("name", "reason", "message")
+
+
+def _expect(value: Any, kind: type | tuple[type, ...], where: str) -> Any:
+    """`value` when it is of `kind` (a bool is not a number here), else a ResultsError naming `where`."""
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        expected = " or ".join(item.__name__ for item in kinds)
+        raise ResultsError(f"{where}: expected {expected}, got {type(value).__name__}")
+    return value
 
 
 def sanitize_log_tail(text: str, limit_bytes: int = DEFAULT_LOG_LIMIT_BYTES) -> str:

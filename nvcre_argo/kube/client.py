@@ -367,6 +367,74 @@ class KubeClient:
         finally:
             response.response.release_conn()
 
+    def open_watch(
+        self,
+        resource: Resource,
+        namespace: str | None,
+        *,
+        resource_version: str,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        timeout_seconds: int = 300,
+    ) -> WatchStream:
+        """Start a watch from a resourceVersion and return it open (the request is sent, its answer's headers
+        read): for a caller that watches from a thread and must be able to end it from another (`close`).
+
+        Errors as for `watch`: a 410 Gone arrives as an ApiError here or as an ERROR event in the stream."""
+        response = self._send(
+            "GET",
+            resource.path(namespace),
+            query={
+                "watch": "true",
+                "resourceVersion": resource_version,
+                "labelSelector": label_selector,
+                "fieldSelector": field_selector,
+                "timeoutSeconds": timeout_seconds,
+                "allowWatchBookmarks": "true",
+            },
+            timeout=(10, timeout_seconds + 30),
+        )
+        if not 200 <= response.status < 300:
+            raise _error_from(response.status, response.read())
+        return WatchStream(response.response)
+
+
+class WatchStream:
+    """One open watch: iterating it yields (type, object) events until the server ends the watch (its
+    `timeoutSeconds`) or `close()` is called. Why `close` shuts the socket down rather than only setting a
+    flag: the reading thread is blocked waiting for the next event, possibly for minutes, and only a shut
+    down socket wakes it, so a stopping step never waits for a watch to time out."""
+
+    def __init__(self, response: Any) -> None:
+        self._response = response
+        self._closed = False
+
+    def __iter__(self) -> Iterator[tuple[str, dict[str, Any]]]:
+        try:
+            for line in iter_resp_lines(self._response):
+                if line:
+                    event = json.loads(line)
+                    yield event["type"], event["object"]
+        except Exception as error:
+            if self._closed:
+                return
+            if isinstance(error, OSError) or type(error).__module__.startswith("urllib3"):
+                raise ApiError(0, "ConnectionError", _connection_problem(error)) from None
+            raise
+        finally:
+            self._response.release_conn()
+
+    def close(self) -> None:
+        """End the watch from any thread; the iteration stops at once, without an error."""
+        self._closed = True
+        shutdown = getattr(self._response, "shutdown", None)  # urllib3 >= 2.3: unblocks a pending read
+        try:
+            if shutdown is not None:
+                shutdown()
+            self._response.close()
+        except Exception as error:  # the connection may already be gone; closing must not raise
+            log.debug("closing a watch: %s", error)
+
 
 def _error_from(status: int, data: bytes | None) -> ApiError:
     try:

@@ -17,7 +17,6 @@ by nothing, found by their labels.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,14 +25,15 @@ from nvcre_argo.kube.client import KubeClient
 from nvcre_argo.kube.resources import CONFIGMAPS, WORKFLOWS
 from nvcre_argo.names import LABEL_RECORD, LABEL_WORKFLOW, failed_nodes_configmap, succeeded_nodes_configmap
 from nvcre_argo.results import (
+    RECORD_GROUP_RESULT,
     WORKLOAD_FAILED,
     FailedNode,
     failed_nodes_configmap_manifest,
+    read_group_result,
     succeeded_nodes_configmap_manifest,
 )
 from nvcre_argo.steps.context import StepContext
 from nvcre_argo.steps.planning import load_plan
-from nvcre_argo.steps.running import RECORD_GROUP_RESULT
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def record_step(kube: KubeClient, context: StepContext, *, report: Callable[[str
     plan = load_plan(kube, context)
     selector = f"{LABEL_WORKFLOW}={context.workflow_name},{LABEL_RECORD}={RECORD_GROUP_RESULT}"
     configmaps, _ = kube.list(CONFIGMAPS, context.namespace, label_selector=selector)
-    results = {result["group"]: result for result in (json.loads(cm["data"]["result.json"]) for cm in configmaps)}
+    results = {result["group"]: result for result in (read_group_result(cm) for cm in configmaps)}
     failed: list[FailedNode] = []
     passed_nodes: set[str] = set()
     unpassed: list[tuple[str, str]] = []

@@ -1,18 +1,22 @@
 """The run step of one node group: create its TrainJob, watch it to the end, attribute failures.
 
-Idempotent: the TrainJob name is deterministic per (Workflow, group, iteration), so a retried or restarted
-step finds the TrainJob it created instead of submitting a second one. Each iteration's result is written to
+Idempotent: the TrainJob name is deterministic per (Workflow, group, iteration, attempt), so a retried or
+restarted step finds the TrainJob it created instead of submitting a second one. A step run again after its
+group's result was fully recorded (`argo retry` of the category Workflow) is a new attempt: new TrainJobs
+(`-a2`), a new test, never the old verdict read again. Each iteration's result is written to
 the group's result ConfigMap as soon as it is known, so a crash later loses nothing already observed; the
 record step gathers them. `repeatCount` iterations run here, one after another, for this group.
 
-The health check reads the group's Node objects on every poll. A large group is read with one LIST through
-the target's label selector (a page of up to 5,000 Nodes: one request for a full-scale group), a small share
-of a large target with one GET per node, so a per-node category never lists the whole target per group.
+The health check follows the group's Nodes with one list + watch for the life of an iteration
+(`steps.node_watch`), so a steady poll costs two requests (the TrainJob, its pods) whatever the group's size:
+a large share of the target is watched through the target's label selector, a one-node group through its
+name, and a few nodes of a large target are read with one GET each per poll (`health_selection` says why).
+The expression is compiled once per run and evaluated only on nodes that changed (`steps.health`).
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -20,16 +24,27 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from nvcre_argo.kube.client import ApiError, KubeClient
-from nvcre_argo.kube.resources import NODES, PODS, TRAINJOBS, owned_by
+from nvcre_argo.kube.resources import CONFIGMAPS, PODS, TRAINJOBS, owned_by
 from nvcre_argo.measure.nccl import data_check_failure
 from nvcre_argo.names import LABEL_GROUP, LABEL_RECORD, group_result_configmap, runtime_name, trainjob_name
 from nvcre_argo.plan.selection import target_label_selector
 from nvcre_argo.render.trainjob import render_trainjob
 from nvcre_argo.resolve.duration import duration_seconds
 from nvcre_argo.resolve.values import GpuValues
-from nvcre_argo.results import HARDWARE_FAILURE_DETECTED, THRESHOLD_VIOLATION, WORKLOAD_FAILED, sanitize_log_tail
+from nvcre_argo.results import (
+    HARDWARE_FAILURE_DETECTED,
+    RECORD_GROUP_RESULT,
+    THRESHOLD_VIOLATION,
+    WORKLOAD_FAILED,
+    GroupResultRecord,
+    ResultsError,
+    group_result_binary_data,
+    read_group_result,
+    sanitize_log_tail,
+)
 from nvcre_argo.steps.context import StepContext
-from nvcre_argo.steps.health import DEFAULT_HEALTH_EXPRESSION, monitor_enabled, unhealthy_nodes
+from nvcre_argo.steps.health import DEFAULT_HEALTH_EXPRESSION, HealthCheck, compile_health_check, monitor_enabled
+from nvcre_argo.steps.node_watch import GroupHealth, NodeWatch, Selection, one_node_selection
 from nvcre_argo.steps.workload import (
     Clock,
     Phase,
@@ -44,12 +59,11 @@ from nvcre_argo.steps.workload import (
 log = logging.getLogger(__name__)
 
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
-RECORD_GROUP_RESULT = "group-result"
-# Lists on every poll (the workload's pods, the group's Nodes) take pages this large, so a full-scale group of
-# 4,096 nodes costs one request each, not nine.
+# The pods list on every poll takes pages this large, so a full-scale group of 4,096 nodes costs one request.
 POLL_PAGE_SIZE = 5000
-# The health check lists through the target's selector when that brings at most this many Nodes per group
-# node; a smaller share of the target is read with one GET per node.
+# The health check watches the target's selector when that brings at most this many Nodes per group node;
+# each concurrent group's watch lists the whole target once, so only groups this large a share of it (at most
+# this many at once) watch it, and a few nodes of a large target are read with one GET each per poll.
 HEALTH_LIST_SHARE = 4
 
 
@@ -79,13 +93,15 @@ class GroupResult:
     group: str
     nodes: list[str]
     iterations: list[IterationResult] = field(default_factory=list)
+    attempt: int = 1
 
     @property
     def succeeded(self) -> bool:
         return bool(self.iterations) and all(item.succeeded for item in self.iterations)
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True, indent=1)
+    def binary_data(self) -> dict[str, str]:
+        """The result ConfigMap's `binaryData` (compressed; see `results`)."""
+        return group_result_binary_data(asdict(self))
 
 
 # A callable that turns a finished workload's log into measurements and threshold verdicts.
@@ -106,8 +122,10 @@ def run_group(
 ) -> GroupResult:
     """Run every iteration of one group and return (and persist) its result. `matched` is how many nodes the
     target matched at plan time (it decides how the health check reads the group's Nodes; None: unknown)."""
-    result = GroupResult(group=group, nodes=sorted(nodes))
     repeat = context.category.options.repeat_count or 1
+    attempt = next_attempt(_previous_result(kube, context, group), repeat)
+    result = GroupResult(group=group, nodes=sorted(nodes), attempt=attempt)
+    check = compile_health_check(settings.health_expression)
     for iteration in range(repeat):
         outcome = _run_iteration(
             kube,
@@ -116,10 +134,12 @@ def run_group(
             nodes=result.nodes,
             gpu=gpu,
             iteration=iteration,
+            attempt=attempt,
             settings=settings,
             measure=measure,
             report=report,
-            health_selector=health_selector(context, len(result.nodes), matched),
+            check=check,
+            selection=health_selection(context, result.nodes, matched),
         )
         result.iterations.append(outcome)
         save_group_result(kube, context, result)
@@ -136,15 +156,47 @@ def _run_iteration(
     nodes: list[str],
     gpu: GpuValues,
     iteration: int,
+    attempt: int,
     settings: RunSettings,
     measure: Measure | None,
     report: Callable[[str], None],
-    health_selector: str | None,
+    check: HealthCheck,
+    selection: Selection | None,
 ) -> IterationResult:
-    name = trainjob_name(context.workflow_name, group, iteration)
+    name = trainjob_name(context.workflow_name, group, iteration, attempt)
     collision = _ensure_trainjob(kube, context, name=name, group=group, nodes=nodes, gpu=gpu)
     if collision:
         return _failed(iteration, name, collision, nodes, WORKLOAD_FAILED)
+    # The monitor follows the group's Nodes for the whole iteration, and stops with it, however it ends.
+    health = NodeWatch(kube, GroupHealth(nodes, check), selection) if monitor_enabled(context.category.target) else None
+    with health if health is not None else contextlib.nullcontext():
+        return _follow_trainjob(
+            kube,
+            context,
+            iteration=iteration,
+            name=name,
+            nodes=nodes,
+            settings=settings,
+            measure=measure,
+            report=report,
+            health=health,
+        )
+
+
+def _follow_trainjob(
+    kube: KubeClient,
+    context: StepContext,
+    *,
+    iteration: int,
+    name: str,
+    nodes: list[str],
+    settings: RunSettings,
+    measure: Measure | None,
+    report: Callable[[str], None],
+    health: NodeWatch | None,
+) -> IterationResult:
+    """Poll the TrainJob and its pods to an outcome; `health` (None: the monitor is off) says which group
+    nodes the health check fires on."""
     timeout = duration_seconds(context.category.timeout_per_job)
     clock = Clock()
     last_phase: Phase | None = None
@@ -177,8 +229,8 @@ def _run_iteration(
                 culprits=first_failures(list(seen_failures.values())),
                 settings=settings,
             )
-        if monitor_enabled(context.category.target) and phase is Phase.RUNNING:
-            sick = unhealthy_nodes(_group_nodes(kube, nodes, health_selector), settings.health_expression)
+        if health is not None and phase is Phase.RUNNING:
+            sick = health.sick()
             if sick:
                 kube.delete(TRAINJOBS, name, context.namespace)
                 message = f"node health check `{settings.health_expression}` fired during TrainJob/{name}"
@@ -195,6 +247,26 @@ def _run_iteration(
             message = f"TrainJob/{name} timed out after {context.category.timeout_per_job} of running time"
             return _failed(iteration, name, message, nodes, WORKLOAD_FAILED)
         settings.sleep(settings.poll_seconds)
+
+
+def next_attempt(previous: GroupResultRecord | None, repeat: int) -> int:
+    """Which attempt this run of the step is: the recorded one while it is unfinished (a retried step pod
+    follows its TrainJobs), the next one once every iteration was recorded (the group is tested again)."""
+    if previous is None:
+        return 1
+    return previous["attempt"] + 1 if len(previous["iterations"]) >= repeat else previous["attempt"]
+
+
+def _previous_result(kube: KubeClient, context: StepContext, group: str) -> GroupResultRecord | None:
+    """The group's recorded result, or None (none yet, or unreadable: then the first attempt's names apply)."""
+    configmap = kube.get(CONFIGMAPS, group_result_configmap(context.workflow_uid, group), context.namespace)
+    if configmap is None:
+        return None
+    try:
+        return read_group_result(configmap)
+    except ResultsError as error:
+        log.warning("ignoring the unreadable result of group %s: %s", group, error)
+        return None
 
 
 def _ensure_trainjob(
@@ -220,29 +292,22 @@ def _ensure_trainjob(
     return f"TrainJob/{name} already exists and is not owned by this Workflow; it was left alone"
 
 
-def health_selector(context: StepContext, group_size: int, matched: int | None) -> str | None:
-    """The label selector the health check lists the group's Nodes with, or None to GET each node: listing
-    pays when the group is a large enough share of what the selector lets through (a full-scale group is one
-    request instead of thousands), GETs when it is not (a per-node group must not list the whole target)."""
+def health_selection(context: StepContext, nodes: Sequence[str], matched: int | None) -> Selection | None:
+    """How the health check follows the group's Nodes (see the module docstring of `steps.node_watch`).
+
+    - the target's label selector when the group is a large enough share of what it lets through (a
+      full-scale group: one list, then events only; `matched` None, unknown, counts as large);
+    - the node's name for a one-node group (per-node categories: one watch of one key, no poll traffic);
+    - None otherwise, one GET per node per poll: a watch of the whole target would list every Node it matches
+      once per concurrent group (10,000 Nodes, ~185 MiB, for each 8-node group), where 8 GETs per 10 s poll
+      read 8 Nodes.
+    """
     selector = target_label_selector(context.category.target)
-    if selector is None or matched is None or group_size * HEALTH_LIST_SHARE < matched:
-        return None
-    return selector
-
-
-def _group_nodes(kube: KubeClient, nodes: Sequence[str], selector: str | None) -> list[dict[str, Any]]:
-    """The group's Node objects (a deleted node is absent): one LIST through `selector`, else one GET each.
-
-    A group node the list misses (its labels changed mid-run, as when GPU Feature Discovery drops a lost GPU's
-    labels) is read with its own GET, so it is still checked."""
-    listed: list[dict[str, Any]] = []
-    if selector is not None:
-        wanted = set(nodes)
-        for page in kube.pages(NODES, label_selector=selector, limit=POLL_PAGE_SIZE):
-            listed.extend(node for node in page.get("items", []) if node.get("metadata", {}).get("name") in wanted)
-    seen = {node.get("metadata", {}).get("name") for node in listed}
-    found = (kube.get(NODES, name) for name in nodes if name not in seen)
-    return listed + [node for node in found if node is not None]
+    if selector is not None and (matched is None or len(nodes) * HEALTH_LIST_SHARE >= matched):
+        return Selection(label_selector=selector)
+    if len(nodes) == 1:
+        return one_node_selection(nodes)
+    return None
 
 
 def _attributed_failure(
@@ -342,7 +407,8 @@ def _failed(iteration: int, name: str, message: str, nodes: Sequence[str], reaso
 
 
 def save_group_result(kube: KubeClient, context: StepContext, result: GroupResult) -> None:
-    """Write (or overwrite) the group's result ConfigMap, owned by the Workflow."""
+    """Write (or overwrite) the group's result ConfigMap, owned by the Workflow (compressed: a group that
+    blames all of its 10,000 nodes stays far below the 1 MiB object limit)."""
     manifest = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -352,6 +418,6 @@ def save_group_result(kube: KubeClient, context: StepContext, result: GroupResul
             "labels": context.labels(**{LABEL_GROUP: result.group, LABEL_RECORD: RECORD_GROUP_RESULT}),
             "ownerReferences": context.owner_references(),
         },
-        "data": {"result.json": result.to_json()},
+        "binaryData": result.binary_data(),
     }
     kube.create_or_replace(manifest)

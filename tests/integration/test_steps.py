@@ -20,8 +20,11 @@ import fcntl
 import gzip
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -374,7 +377,9 @@ def test_a_completed_trainjob_passes_the_group_and_is_created_once_as_specified(
         "nvcre.nvidia.com/group": "g0",
         "nvcre.nvidia.com/workflow": WORKFLOW,
     }.items() <= saved["metadata"]["labels"].items()
-    assert json.loads(saved["data"]["result.json"]) == {
+    # Compressed, as the plan and the failed-node ConfigMaps are: a person reads it with `base64 -d | gunzip`.
+    assert "data" not in saved
+    assert json.loads(shell_decode(saved["binaryData"]["result.json.gz"])) == {
         "group": "g0",
         "nodes": sorted(members),
         "iterations": [
@@ -387,6 +392,7 @@ def test_a_completed_trainjob_passes_the_group_and_is_created_once_as_specified(
                 "measurements": {"algBandwidthGBps": 200.0, "busBandwidthGBps": 375.0},
             }
         ],
+        "attempt": 1,
     }
 
 
@@ -594,13 +600,26 @@ def test_a_failure_no_rank_explains_is_recorded_on_every_node_and_says_so(kube: 
     assert "no rank pod failed, so the failure is not attributed to one node of the group" in message
 
 
+def _wait_for_an_event() -> None:
+    time.sleep(0.05)
+
+
+# The health check follows a watch, whose events arrive in a thread a few milliseconds after the change: polls
+# that give them time (real time, bounded at 10 s; the fake clock does not move).
+UNTIL_THE_WATCH_SEES_IT: list[tuple[float, Callable[[], None]]] = [(0, _wait_for_an_event)] * 200
+
+
+def watch_threads() -> list[threading.Thread]:
+    return [thread for thread in threading.enumerate() if thread.name == "node-watch"]
+
+
 def test_a_node_cordoned_mid_run_is_a_hardware_failure_and_the_trainjob_is_deleted(
     kube: KubeClient, nodes: NodeSet
 ) -> None:
     nodes.add_many(3)
     step = make_step(kube, nodes, ALL_REDUCE)
 
-    result, script = step.run("g0", [(1, nothing), (1, lambda: nodes.cordon("n1"))])
+    result, script = step.run("g0", [(1, nothing), (1, lambda: nodes.cordon("n1")), *UNTIL_THE_WATCH_SEES_IT])
 
     assert failures(result) == [
         (
@@ -609,14 +628,15 @@ def test_a_node_cordoned_mid_run_is_a_hardware_failure_and_the_trainjob_is_delet
             f"node health check `node.spec.unschedulable == true` fired during TrainJob/{TRAINJOB}",
         )
     ]
-    assert script.calls == 2
+    assert script.calls >= 2, "caught on a poll after the cordon, as soon as its event arrived"
     assert step.trainjob() is None, "the TrainJob is deleted to free the GPUs"
+    assert watch_threads() == [], "the Node watch ended with the iteration"
 
 
 def test_groupmates_of_a_sick_node_are_neither_failed_nor_certified(kube: KubeClient, nodes: NodeSet) -> None:
     nodes.add_many(3)
     step = make_step(kube, nodes, ALL_REDUCE)
-    step.run("g0", [(1, nothing), (1, lambda: nodes.cordon("n1"))])
+    step.run("g0", [(1, nothing), (1, lambda: nodes.cordon("n1")), *UNTIL_THE_WATCH_SEES_IT])
 
     outcome = record_step(kube, step.context, report=step.lines.append)
 
@@ -717,20 +737,24 @@ def test_a_trainjob_deleted_by_someone_else_fails_the_group(kube: KubeClient, no
     assert failures(result) == [(node, "WorkloadFailed", message) for node in members]
 
 
-def test_running_a_group_again_finds_its_completed_trainjob_and_gives_the_same_result(
+def test_running_a_group_again_after_its_result_was_recorded_tests_it_again_with_a_new_trainjob(
     kube: KubeClient, nodes: NodeSet
 ) -> None:
+    """What `argo retry` does to a finished group: a new attempt, never the old verdict read again."""
     nodes.add_many(2)
     step = make_step(kube, nodes, ALL_REDUCE)
     first, _ = step.run("g0", [(1, step.complete())])
     (created,) = trainjobs(kube, step.namespace)
 
-    second, script = step.run("g0", [])  # an empty script: any poll after the first fails the test
+    second, script = step.run("g0", [(1, step.complete(f"{TRAINJOB}-a2"))])
 
-    assert second.to_json() == first.to_json()
-    assert script.calls == 0
-    (found,) = trainjobs(kube, step.namespace)
-    assert found["metadata"]["uid"] == created["metadata"]["uid"]
+    assert (first.attempt, second.attempt) == (1, 2)
+    assert [iteration.trainjob for iteration in second.iterations] == [f"{TRAINJOB}-a2"]
+    assert second.succeeded
+    assert script.calls == 1
+    names = sorted(item["metadata"]["name"] for item in trainjobs(kube, step.namespace))
+    assert names == [TRAINJOB, f"{TRAINJOB}-a2"]
+    assert created["metadata"]["name"] == TRAINJOB
 
 
 def test_a_run_step_restarted_mid_run_adopts_its_running_trainjob(kube: KubeClient, nodes: NodeSet) -> None:
@@ -739,6 +763,7 @@ def test_a_run_step_restarted_mid_run_adopts_its_running_trainjob(kube: KubeClie
     with pytest.raises(StepInterruptedError):
         step.run("g0", [(1, interrupt)])
     (created,) = trainjobs(kube, step.namespace)
+    assert watch_threads() == [], "an interrupted step leaves no Node watch running"
 
     result, _ = step.run("g0", [(1, step.complete())])
 
@@ -999,6 +1024,32 @@ def test_the_run_command_fails_naming_the_groups_when_its_group_is_not_in_the_pl
     assert trainjobs(kube, step.namespace) == []
 
 
+def test_the_run_command_ends_at_once_on_sigterm_while_it_watches_the_nodes(
+    control_plane: Cluster, kube: KubeClient, nodes: NodeSet
+) -> None:
+    """Argo stops a step with SIGTERM: the Node watch's thread must not keep the process alive."""
+    nodes.add_many(2)
+    step = make_step(kube, nodes, ALL_REDUCE)
+    step.plan()
+    env = _step_env(control_plane, step.context, NVCRE_GROUP="g0")
+    process = subprocess.Popen(
+        [NVCRE_ARGO, "step", "run"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO
+    )
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()  # printed after the first poll, the watch already open
+        assert first.startswith(f"TrainJob/{TRAINJOB}: "), first
+        began = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        returncode = process.wait(timeout=10)
+    finally:
+        process.kill()
+        process.communicate()
+
+    assert returncode == -signal.SIGTERM
+    assert time.monotonic() - began < 2
+
+
 # --- scale: requests and sizes ----------------------------------------------------------------------------------
 
 
@@ -1034,26 +1085,43 @@ def test_the_plan_step_lists_only_the_targets_nodes_a_page_at_a_time(kube: KubeC
     assert [query["continue"] is None for _, _, query in listed] == [True, False, False]
 
 
+@dataclass(frozen=True)
+class PollCase:
+    category: dict[str, Any]
+    group: str
+    matched: int | None  # the plan's candidates as the run command passes them (None: the plan's own)
+    first_poll: list[tuple[str, str]]  # its Node requests (the first poll also starts the watch)
+    node_requests: list[tuple[str, str]]  # a steady poll's Node requests
+
+
+NODE_GETS = [("GET", "/api/v1/nodes/{n0}"), ("GET", "/api/v1/nodes/{n1}"), ("GET", "/api/v1/nodes/{n2}")]
+
+
 @pytest.mark.parametrize(
-    ("matched", "node_requests"),
+    "case",
     [
-        # The group is the whole target: one LIST through the selector per poll (was one GET per node).
-        pytest.param(None, [("GET", "/api/v1/nodes")], id="a-large-group-is-listed-once"),
-        # The group is a small share of a large target (per-node categories): one GET per node, never a
-        # LIST of the whole target per group.
+        # The group is the whole target: one list + watch through the target's selector, then no Node request.
+        pytest.param(PollCase(ALL_REDUCE, "g0", None, [("GET", "/api/v1/nodes")], []), id="a-large-group-is-watched"),
+        # A one-node group of a large target (per-node categories): a watch of that one Node by name.
         pytest.param(
-            1000,
-            [("GET", "/api/v1/nodes/{n0}"), ("GET", "/api/v1/nodes/{n1}"), ("GET", "/api/v1/nodes/{n2}")],
-            id="a-small-share-of-the-target-is-read-node-by-node",
+            PollCase(DCGM, "g1", 1000, [("GET", "/api/v1/nodes")], []), id="a-one-node-group-watches-its-node"
+        ),
+        # A few nodes of a large target: one GET per node, never a list of the whole target per group.
+        pytest.param(
+            PollCase(ALL_REDUCE, "g0", 1000, NODE_GETS, NODE_GETS),
+            id="a-few-nodes-of-a-large-target-are-read-one-by-one",
         ),
     ],
 )
-def test_the_health_check_reads_the_group_nodes_with_few_requests_per_poll(
-    kube: KubeClient, nodes: NodeSet, matched: int | None, node_requests: list[tuple[str, str]]
+def test_a_steady_poll_costs_the_trainjob_and_its_pods_and_at_most_a_get_per_node_of_a_small_share(
+    kube: KubeClient, nodes: NodeSet, case: PollCase
 ) -> None:
-    nodes.add_many(3)
-    step = make_step(kube, nodes, ALL_REDUCE)
+    category, group, matched = case.category, case.group, case.matched
+    count = 3
+    nodes.add_many(count)
+    step = make_step(kube, nodes, category)
     plan = step.plan()
+    (sick,) = [nodes.short(name) for name in plan.group(group).nodes if name.endswith("n1")]
     counting = CountingKube(kube)
     step.kube = counting
     polls: list[list[tuple[str, str, dict[str, Any]]]] = []
@@ -1064,22 +1132,27 @@ def test_the_health_check_reads_the_group_nodes_with_few_requests_per_poll(
 
     def cordon() -> None:
         end_of_poll()
-        nodes.cordon("n1")
+        nodes.cordon(sick)
 
-    result, _ = step.run("g0", [(1, end_of_poll), (1, cordon)], plan=plan, matched=matched)
+    result, _ = step.run(group, [(1, end_of_poll), (1, cordon), *UNTIL_THE_WATCH_SEES_IT], plan=plan, matched=matched)
 
-    assert [(node, reason) for node, reason, _ in failures(result)] == [(nodes.name("n1"), "HardwareFailureDetected")]
-    expected = [
-        (method, path.format(**{short: nodes.name(short) for short in ("n0", "n1", "n2")}))
-        for method, path in node_requests
+    assert [(node, reason) for node, reason, _ in failures(result)] == [(nodes.name(sick), "HardwareFailureDetected")]
+    names = {short: nodes.name(short) for short in ("n0", "n1", "n2")}
+    # Poll 1 also created the TrainJob and listed the Nodes to watch; poll 2 is a steady-state poll.
+    first, steady = polls
+    assert [(method, path) for method, path, _ in first if path.startswith("/api/v1/nodes")] == [
+        (method, path.format(**names)) for method, path in case.first_poll
     ]
-    # Poll 1 also created the TrainJob; poll 2 is a steady-state poll: the TrainJob, its pods, the nodes.
-    steady = polls[1]
-    assert [(method, path) for method, path, _ in steady if path.startswith("/api/v1/nodes")] == expected
-    assert len(steady) == 2 + len(expected)
-    if matched is None:
-        (listed,) = [query for _, path, query in steady if path == "/api/v1/nodes"]
-        assert listed["labelSelector"] == f"{SELECTOR_LABEL}={nodes.namespace}"
+    assert [(method, path) for method, path, _ in steady if path.startswith("/api/v1/nodes")] == [
+        (method, path.format(**names)) for method, path in case.node_requests
+    ]
+    assert len(steady) == 2 + len(case.node_requests), "the TrainJob, its pods, and the GETs of a small share"
+    if case.first_poll != NODE_GETS:
+        (listed,) = [query for _, path, query in first if path == "/api/v1/nodes"]
+        selector = {"labelSelector": f"{SELECTOR_LABEL}={nodes.namespace}", "fieldSelector": None}
+        if category is DCGM:
+            selector = {"labelSelector": None, "fieldSelector": f"metadata.name={nodes.name(sick)}"}
+        assert {key: listed[key] for key in selector} == selector
 
 
 def _synthetic_plan(nodes_per_group: int, *, eligible: int = 10_000, excluded: int = 1_000) -> Plan:
