@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from nvcre_argo import contract
@@ -22,10 +22,12 @@ from nvcre_argo.loading import LoadedCertification, document_order
 from nvcre_argo.names import DNS_LABEL_LIMIT
 from nvcre_argo.render.certification_workflow import (
     DEFAULT_LOCK,
+    DEFAULT_TTL_SECONDS,
     WorkflowTarget,
     build_certification_workflow,
     category_arguments,
 )
+from nvcre_argo.render.step_placement import StepPlacement, placement_spec
 from nvcre_argo.resolve.category import ResolvedCategory, resolution_warnings, resolve_certification
 
 
@@ -38,6 +40,11 @@ class CompileOptions:
     owner_references: Sequence[dict[str, Any]] = ()
     # The Argo mutex the certification Workflow holds (None: none); see render.certification_workflow.
     lock: str | None = DEFAULT_LOCK
+    # Where step pods run (never on the target unless told); see render.step_placement.
+    placement: StepPlacement = field(default_factory=StepPlacement)
+    ttl_seconds: int | None = DEFAULT_TTL_SECONDS
+    deadline_seconds: int | None = None
+    category_deadline_seconds: int | None = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,18 @@ def check_certifications(
     """Every error compiling these Certifications would raise, without building anything: what `validate` and
     `nvcre-compile --validate-only` report (one function, so they cannot disagree with compile)."""
     return [error for item in loaded for error in _prepare(item, catalog=catalog, options=options)[2]]
+
+
+def resolve_for_run(
+    loaded: LoadedCertification, *, catalog: Catalog, options: CompileOptions
+) -> list[ResolvedCategory]:
+    """The categories exactly as the compiled Workflow hands them to its steps (`--gpu-arch` included), or the
+    CompileError compiling would raise: what `nvcre-argo plan` plans, so a preview never plans a document
+    compile refuses, nor plans it differently."""
+    resolved, _, errors = _prepare(loaded, catalog=catalog, options=options)
+    if errors:
+        raise CompileError(errors)
+    return resolved
 
 
 def certification_warnings(loaded: Sequence[LoadedCertification], *, catalog: Catalog) -> list[FieldError]:
@@ -117,6 +136,10 @@ def compile_certification(
         step_image=options.step_image,
         owner_references=options.owner_references,
         lock=options.lock,
+        placement=placement_spec(options.placement, certification.spec.target),
+        ttl_seconds=options.ttl_seconds,
+        deadline_seconds=options.deadline_seconds,
+        category_deadline_seconds=options.category_deadline_seconds,
     )
     return CompiledCertification(loaded.source, name, build_certification_workflow(target, resolved, arguments))
 

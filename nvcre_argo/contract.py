@@ -10,7 +10,11 @@ from nvcre_argo import __version__
 from nvcre_argo.names import dns_label
 
 DEFAULT_STEP_IMAGE = f"nvcre-argo:{__version__}"
+# The step pods of the category Workflows (read nodes, run TrainJobs, read pods and logs, write results).
 WORKFLOW_SERVICE_ACCOUNT = "nvcre-argo-workflow"
+# The certification (parent) Workflow's pods: they create, follow and stop the category Workflows, and
+# nothing else, so the identity that may create Workflows never also reads nodes or runs TrainJobs.
+CERTIFICATION_SERVICE_ACCOUNT = "nvcre-argo-certification"
 STEP_USER_ID = 65532
 
 # The category WorkflowTemplate (one per catalog entry) and its parameters.
@@ -53,6 +57,9 @@ OUTPUT_FAILED_NODE_COUNT = "failed-nodes"
 CATEGORY_WORKFLOW_FILE = f"{OUTPUT_DIR}/workflow"
 VERDICT_FILE = f"{OUTPUT_DIR}/verdict"
 FAILED_NODE_COUNT_FILE = f"{OUTPUT_DIR}/failed-nodes"
+# The run-group step's outputs (shown per group in the Argo UI): what it measured, how many nodes it failed.
+OUTPUT_MEASUREMENTS = "measurements"
+MEASUREMENTS_FILE = f"{OUTPUT_DIR}/measurements"
 
 # Environment of the step containers.
 ENV_CATEGORY = "NVCRE_CATEGORY"

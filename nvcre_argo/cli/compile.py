@@ -15,6 +15,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -23,6 +24,7 @@ from nvcre_argo.cli.catalog import catalog_dir_option, open_catalog
 from nvcre_argo.cli.inputs import check_namespace, load_all, report_invalid, report_warnings, require_non_empty
 from nvcre_argo.cli.resolve import gpu_arch_option
 from nvcre_argo.cli.validate import validate_files
+from nvcre_argo.cli.workflow_options import lifetime_options, step_placement, step_placement_options
 from nvcre_argo.compiler import CompiledCertification, CompileOptions, certification_warnings, compile_certifications
 from nvcre_argo.errors import DocumentError
 from nvcre_argo.names import DNS_LABEL_LIMIT
@@ -120,6 +122,8 @@ def _check(files: dict[str, str], directory: Path) -> int:
     help="Exit 1 with a diff when DIR holds stale output.",
 )
 @click.option("--validate-only", is_flag=True, help="Only validate the Certifications; write nothing.")
+@step_placement_options
+@lifetime_options
 def compile_command(
     files: tuple[str, ...],
     output: str,
@@ -133,6 +137,10 @@ def compile_command(
     no_lock: bool,
     check_dir: Path | None,
     validate_only: bool,
+    ttl: int | None,
+    deadline: int | None,
+    category_deadline: int | None,
+    **placement: Any,
 ) -> None:
     """Compile Certification files into Argo Workflows ('-' reads standard input)."""
     options = CompileOptions(
@@ -141,6 +149,10 @@ def compile_command(
         name=name,
         gpu_architecture=gpu_arch,
         lock=None if no_lock else lock,
+        placement=step_placement(**placement),
+        ttl_seconds=ttl,
+        deadline_seconds=deadline,
+        category_deadline_seconds=category_deadline,
     )
     writes_files = output != "-" and not validate_only and check_dir is None
     if writes_files and Path(output).exists() and not Path(output).is_dir():

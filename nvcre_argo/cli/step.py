@@ -24,6 +24,8 @@ from nvcre_argo.resolve.values import gpu_values
 from nvcre_argo.steps.children import Parent, follow_child, stop_children, stop_if_parent_stopping
 from nvcre_argo.steps.cleanup import cleanup_step
 from nvcre_argo.steps.context import StepContext, parse_category
+from nvcre_argo.steps.deadline import set_category_deadline
+from nvcre_argo.steps.group_summary import failed_node_count, failure_summary, measurement_text
 from nvcre_argo.steps.measurements import measure_log
 from nvcre_argo.steps.planning import load_plan, plan_step
 from nvcre_argo.steps.recording import record_step
@@ -84,10 +86,12 @@ def plan_command(ctx: click.Context) -> None:
     """Plan node groups for the category and create its TrainingRuntime."""
     context = _context()
     try:
-        plan = plan_step(_kube(ctx), context, report=click.echo)
+        kube = _kube(ctx)
+        plan = plan_step(kube, context, report=click.echo)
     except PlanError as error:
         click.echo(f"error: {error}", err=True)
         raise SystemExit(1) from None
+    set_category_deadline(kube, context, plan, report=click.echo)
     _write_output(contract.GROUPS_FILE, json.dumps(plan.withparam_items(overflow=False)))
     _write_output(contract.OVERFLOW_GROUPS_FILE, json.dumps(plan.withparam_items(overflow=True)))
 
@@ -117,9 +121,10 @@ def run_command(ctx: click.Context) -> None:
         report=click.echo,
         matched=len(plan.candidates),
     )
+    _write_output(contract.MEASUREMENTS_FILE, measurement_text(result))
+    _write_output(contract.FAILED_NODE_COUNT_FILE, str(failed_node_count(result)))
     if not result.succeeded:
-        failed = next(iteration for iteration in result.iterations if not iteration.succeeded)
-        _fail_with(failed.message.splitlines()[0] if failed.message else "the group did not pass")
+        _fail_with(failure_summary(result))
 
 
 @step_group.command("record")
@@ -196,4 +201,5 @@ def verdict_command() -> None:
     """Exit 1 when any category step of the certification Workflow did not succeed."""
     verdict = parse_statuses(os.environ.get(contract.ENV_STATUSES, ""))
     click.echo(verdict.summary())
-    raise SystemExit(0 if verdict.passed else 1)
+    if not verdict.passed:
+        _fail_with(verdict.summary().splitlines()[-1])

@@ -148,6 +148,17 @@ def build_category_template(
             retry_strategy=retry_on_error,
             inputs=[Parameter(name="group")],
             env=_step_env(m.EnvVar(name=contract.ENV_GROUP, value="{{inputs.parameters.group}}")),
+            # Shown per group in the Argo UI. Defaults: a step that failed before writing them is not an Error.
+            outputs=[
+                Parameter(
+                    name=contract.OUTPUT_MEASUREMENTS,
+                    value_from=m.ValueFrom(path=contract.MEASUREMENTS_FILE, default=""),
+                ),
+                Parameter(
+                    name=contract.OUTPUT_FAILED_NODE_COUNT,
+                    value_from=m.ValueFrom(path=contract.FAILED_NODE_COUNT_FILE, default=""),
+                ),
+            ],
         )
         record = _step(
             contract.TEMPLATE_RECORD,

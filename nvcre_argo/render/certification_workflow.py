@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from hera.workflows import Container, Parameter, Steps, Workflow
@@ -49,11 +49,14 @@ from nvcre_argo.render.category_template import (
 from nvcre_argo.resolve.category import ResolvedCategory
 from nvcre_argo.yamlio import dump_yaml, load_yaml_mapping
 
+# What Argo's workflow list shows in its name column, on two lines cut at about 22 characters: a category
+# Workflow reads `1/2 nccl-all-reduce` over the certification run it belongs to (`gpu-cluster-cert-x7k2q`).
 TITLE = "workflows.argoproj.io/title"
 DESCRIPTION = "workflows.argoproj.io/description"
 # The mutex every certification Workflow holds unless compiled with another: certifications in one
 # namespace run one at a time, so overlapping targets never block each other's gang jobs.
 DEFAULT_LOCK = "nvcre-argo-gpu-nodes"
+DEFAULT_TTL_SECONDS = 7 * 24 * 3600
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,15 @@ class WorkflowTarget:
     step_image: str
     owner_references: Sequence[dict[str, Any]] = ()
     lock: str | None = DEFAULT_LOCK
+    # Workflow `spec` fields placing every step pod of both levels (see render.step_placement).
+    placement: Mapping[str, Any] = field(default_factory=dict)
+    # Finished certification Workflows (with their category Workflows) are deleted after this long; None keeps
+    # them. Results outlive them (the result ConfigMaps are owned by the Certification or by nothing).
+    ttl_seconds: int | None = DEFAULT_TTL_SECONDS
+    # activeDeadlineSeconds of the certification Workflow, and of every category Workflow (None: the plan step
+    # derives each category's from its plan, see steps.deadline).
+    deadline_seconds: int | None = None
+    category_deadline_seconds: int | None = None
 
 
 def category_arguments(category: ResolvedCategory) -> str:
@@ -87,12 +99,14 @@ def _category_labels(certification: str, category: ResolvedCategory) -> dict[str
 
 
 def category_workflow_manifest(
-    certification: str, category: ResolvedCategory, *, arguments: str, step_image: str
+    target: WorkflowTarget, category: ResolvedCategory, *, arguments: str, of: int
 ) -> dict[str, Any]:
     """The category's Workflow, created by the certification Workflow's step (named after its parent).
 
     `podSpecPatch` sets the step image on every step container (Argo names it `main`), so `--step-image`
-    reaches the steps too, whatever image the installed WorkflowTemplate was generated with."""
+    reaches the steps too, whatever image the installed WorkflowTemplate was generated with; the step pods'
+    placement is the certification Workflow's."""
+    certification, step_image = target.certification, target.step_image
     spec: dict[str, Any] = {
         "workflowTemplateRef": {"name": contract.category_template_name(category.domain, category.variant)},
         "arguments": {
@@ -105,6 +119,9 @@ def category_workflow_manifest(
     }
     if category.options.max_concurrent:
         spec["parallelism"] = category.options.max_concurrent
+    if target.category_deadline_seconds:
+        spec["activeDeadlineSeconds"] = target.category_deadline_seconds
+    spec |= target.placement
     return {
         "apiVersion": "argoproj.io/v1alpha1",
         "kind": "Workflow",
@@ -112,10 +129,8 @@ def category_workflow_manifest(
             "name": f"{{{{workflow.name}}}}-{category.index}",
             "labels": _category_labels(certification, category),
             "annotations": {
-                TITLE: f"{certification}: {category.domain}/{category.variant}",
-                DESCRIPTION: (
-                    f"Category {category.index} of Certification {certification}: {category.entry.description}"
-                ),
+                TITLE: f"{category.index + 1}/{of} {category.variant}",
+                DESCRIPTION: "{{workflow.name}}",
             },
         },
         "spec": spec,
@@ -152,11 +167,9 @@ def _output(name: str, path: str, default: str) -> Parameter:
     return Parameter(name=name, value_from=m.ValueFrom(path=path, default=default))
 
 
-def _category_step(target: WorkflowTarget, category: ResolvedCategory, argument: str) -> Container:
+def _category_step(target: WorkflowTarget, category: ResolvedCategory, argument: str, of: int) -> Container:
     """The step that starts, follows (and if need be stops) one category's Workflow."""
-    manifest = category_workflow_manifest(
-        target.certification, category, arguments=argument, step_image=target.step_image
-    )
+    manifest = category_workflow_manifest(target, category, arguments=argument, of=of)
     return _parent_step(
         f"category-{category.index}",
         target,
@@ -167,11 +180,37 @@ def _category_step(target: WorkflowTarget, category: ResolvedCategory, argument:
             m.EnvVar(name=contract.ENV_CATEGORY_WORKFLOW, value=dump_yaml(manifest)),
         ],
         retry_strategy=m.RetryStrategy(limit="3", retry_policy="OnError"),
+        metrics=_category_metrics(target.certification, category),
         outputs=[
             _output(contract.OUTPUT_CATEGORY_WORKFLOW, contract.CATEGORY_WORKFLOW_FILE, ""),
             _output(contract.OUTPUT_VERDICT, contract.VERDICT_FILE, "Unknown"),
             _output(contract.OUTPUT_FAILED_NODE_COUNT, contract.FAILED_NODE_COUNT_FILE, ""),
         ],
+    )
+
+
+def _category_metrics(certification: str, category: ResolvedCategory) -> m.Metrics:
+    """Prometheus gauges Argo's controller exports when a category step ends: how long the category took and
+    how many nodes it failed, labelled so a dashboard can follow one category across runs."""
+    labels = [
+        m.MetricLabel(key="certification", value=certification),
+        m.MetricLabel(key="category", value=f"{category.domain}/{category.variant}"),
+    ]
+    return m.Metrics(
+        prometheus=[
+            m.Prometheus(
+                name="nvcre_category_duration_seconds",
+                help="Wall time of a certification category, from its step's start to its end.",
+                labels=labels,
+                gauge=m.Gauge(value="{{duration}}", realtime=False),
+            ),
+            m.Prometheus(
+                name="nvcre_category_failed_nodes",
+                help="Nodes a certification category recorded as failed.",
+                labels=labels,
+                gauge=m.Gauge(value=f"{{{{outputs.parameters.{contract.OUTPUT_FAILED_NODE_COUNT}}}}}", realtime=False),
+            ),
+        ]
     )
 
 
@@ -190,7 +229,6 @@ def build_certification_workflow(
     """The parent Workflow for a resolved Certification (categories in spec order); `arguments` are their
     `category_arguments`, computed once by the caller."""
     names = category_step_names([(category.domain, category.variant) for category in categories])
-    keys = ", ".join(f"{category.domain}/{category.variant}" for category in categories)
     metadata: dict[str, Any] = {
         "labels": {
             LABEL_MANAGED_BY: MANAGED_BY,
@@ -198,10 +236,8 @@ def build_certification_workflow(
             LABEL_ROLE: ROLE_PARENT,
             LABEL_VERSION: __version__,
         },
-        "annotations": {
-            TITLE: f"Certification {target.certification}",
-            DESCRIPTION: f"{len(categories)} categories, one after another: {keys}",
-        },
+        # No title: Argo's list then shows the name, `<certification>-<run>`, with the category count below.
+        "annotations": {DESCRIPTION: f"{len(categories)} categories"},
     }
     if target.name:
         metadata["name"] = target.name
@@ -215,7 +251,7 @@ def build_certification_workflow(
     with Workflow(
         entrypoint=contract.TEMPLATE_CERTIFICATION,
         on_exit=contract.TEMPLATE_STOP_CATEGORIES,
-        service_account_name=contract.WORKFLOW_SERVICE_ACCOUNT,
+        service_account_name=contract.CERTIFICATION_SERVICE_ACCOUNT,
         security_context=pod_security_context(),
         pod_gc=pod_gc(),
         synchronization=synchronization,
@@ -223,7 +259,8 @@ def build_certification_workflow(
         **metadata,
     ) as workflow:
         followers = [
-            _category_step(target, category, argument) for category, argument in zip(categories, arguments, strict=True)
+            _category_step(target, category, argument, len(categories))
+            for category, argument in zip(categories, arguments, strict=True)
         ]
         _parent_step(contract.TEMPLATE_STOP_CATEGORIES, target, ["stop-categories"])
         verdict = _parent_step(
@@ -240,4 +277,14 @@ def build_certification_workflow(
             statuses = ",".join(f"{name}={{{{steps.{name}.status}}}}" for name in names)
             verdict(name=contract.TEMPLATE_VERDICT, arguments=[Parameter(name="statuses", value=statuses)])
     result: dict[str, Any] = workflow.to_dict()
+    result["spec"] |= _lifetime_spec(target) | dict(target.placement)
     return result
+
+
+def _lifetime_spec(target: WorkflowTarget) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    if target.deadline_seconds:
+        spec["activeDeadlineSeconds"] = target.deadline_seconds
+    if target.ttl_seconds is not None:
+        spec["ttlStrategy"] = {"secondsAfterCompletion": target.ttl_seconds}
+    return spec

@@ -13,6 +13,11 @@ exit handler (`nvcre-argo step stop-children`) does the same for every unfinishe
 step pod that was killed before it could. A step pod stopped for any other reason (eviction, a drained node)
 leaves the category Workflow running: the retried step picks it up.
 
+`argo retry` re-tests. A step that reported its category's outcome marks the category Workflow
+(`nvcre.nvidia.com/reported`); when Argo runs the step again after that (a retry of the certification
+Workflow), the reported Workflow is history, and the step starts the next attempt, `<parent>-<index>-r2`,
+`-r3`, ... An unreported one (the step's pod was lost before it could report) is followed, never restarted.
+
 Deciding is pure (`stop_reason`, `is_finished`, `CategoryOutcome`); the loop only reads and patches.
 """
 
@@ -28,11 +33,13 @@ from typing import Any
 
 from nvcre_argo.kube.client import ApiError, KubeClient
 from nvcre_argo.kube.resources import CONFIGMAPS, WORKFLOWS, owned_by
-from nvcre_argo.names import LABEL_CERTIFICATION, LABEL_ROLE, ROLE_CATEGORY, failed_nodes_configmap
+from nvcre_argo.names import LABEL_CERTIFICATION, LABEL_ROLE, ROLE_CATEGORY, dns_label, failed_nodes_configmap
 from nvcre_argo.results import FAILED_NODES_KEY, ResultsError, decode_failed_nodes
 
 FINISHED_PHASES = frozenset({"Succeeded", "Failed", "Error"})
 SHUTDOWN_STOP = "Stop"
+# Set on a category Workflow once its step reported the outcome: a later run of the step starts a new attempt.
+REPORTED_ANNOTATION = "nvcre.nvidia.com/reported"
 # How many failed nodes a step's message names; the rest are counted.
 MESSAGE_NODE_LIMIT = 5
 
@@ -122,6 +129,40 @@ def child_manifest(template: Mapping[str, Any], parent: Parent) -> dict[str, Any
     return manifest
 
 
+def attempt_manifest(manifest: Mapping[str, Any], attempt: int) -> dict[str, Any]:
+    """The manifest of the category's `attempt`-th Workflow: the first keeps the compiled name, later ones
+    end in `-r<attempt>` (shortened with a hash if the name would pass 63 characters)."""
+    if attempt == 1:
+        return dict(manifest)
+    renamed = copy.deepcopy(dict(manifest))
+    renamed["metadata"]["name"] = dns_label(f"{manifest['metadata']['name']}-r{attempt}")
+    return renamed
+
+
+def is_reported(workflow: Mapping[str, Any]) -> bool:
+    return REPORTED_ANNOTATION in ((workflow.get("metadata") or {}).get("annotations") or {})
+
+
+def current_attempt(kube: KubeClient, manifest: dict[str, Any], parent: Parent) -> tuple[dict[str, Any], bool]:
+    """The attempt to follow: the first not yet reported (created if absent); (workflow, created now)."""
+    attempt = 1
+    while True:
+        child, created = ensure_child(kube, attempt_manifest(manifest, attempt), parent)
+        if created or not (is_finished(child) and is_reported(child)):
+            return child, created
+        attempt += 1
+
+
+def mark_reported(kube: KubeClient, child: Mapping[str, Any], outcome: CategoryOutcome) -> None:
+    """Record on the category Workflow that its outcome was reported (best effort: it may be gone)."""
+    patch = {"metadata": {"annotations": {REPORTED_ANNOTATION: outcome.verdict}}}
+    try:
+        kube.merge_patch(WORKFLOWS, child["metadata"]["name"], patch, child["metadata"]["namespace"])
+    except ApiError as error:
+        if not error.not_found:
+            raise
+
+
 def ensure_child(kube: KubeClient, manifest: dict[str, Any], parent: Parent) -> tuple[dict[str, Any], bool]:
     """The category Workflow, created unless this parent already created it; (workflow, created now)."""
     name = manifest["metadata"]["name"]
@@ -182,17 +223,21 @@ def follow_child(
 ) -> CategoryOutcome:
     """Start the category Workflow once and wait for its end, stopping it when the parent stops."""
     settings = settings or FollowSettings()
-    child, created = ensure_child(kube, child_manifest(template, parent), parent)
+    child, created = current_attempt(kube, child_manifest(template, parent), parent)
     name = child["metadata"]["name"]
     report(f"{'created' if created else 'following the existing'} category Workflow {name}")
     while True:
         if is_finished(child):
             phase = child["status"]["phase"]
-            failed = failed_node_names(kube, parent.namespace, child)
-            return CategoryOutcome(key, name, phase, failed)
+            outcome = CategoryOutcome(key, name, phase, failed_node_names(kube, parent.namespace, child))
+            mark_reported(kube, child, outcome)
+            return outcome
         reason = stop_if_parent_stopping(kube, parent, name)
         if reason:
-            return CategoryOutcome(key, name, (child.get("status") or {}).get("phase") or "Pending", stopped=reason)
+            phase = (child.get("status") or {}).get("phase") or "Pending"
+            outcome = CategoryOutcome(key, name, phase, stopped=reason)
+            mark_reported(kube, child, outcome)
+            return outcome
         settings.sleep(settings.poll_seconds)
         found = kube.get(WORKFLOWS, name, parent.namespace)
         if found is None:

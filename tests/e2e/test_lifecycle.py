@@ -7,10 +7,12 @@
   retried, follows the Workflow and the TrainJob it already started, and the run ends with its results
   recorded; each group's TrainJob is created exactly once.
 - Two certifications of the same nodes submitted together run one after the other (Argo's mutex).
+- `argo retry` of a failed certification tests the failed category again, as a new category Workflow.
 """
 
 from __future__ import annotations
 
+import subprocess
 import time
 from datetime import datetime
 from typing import Any
@@ -18,6 +20,7 @@ from typing import Any
 import pytest
 from kubernetes import client as k8s
 
+from tests.harness.versions import binary_dirs
 from tests.sim import scenario
 from tests.sim.cluster import SimCluster
 
@@ -110,7 +113,7 @@ def test_step_pods_deleted_mid_run_are_retried_and_the_results_are_recorded(
     core = k8s.CoreV1Api(api)
 
     # The certification Workflow's category step, then a group's run step: each as an eviction would.
-    for workflow, step in ((parent, ".diagnostics-dcgm-level1"), (child, ".group(")):
+    for workflow, step in ((parent, ".dcgm-level1"), (child, ".group(")):
         pod = scenario.wait_for(
             f"a running {step} step pod",
             lambda workflow=workflow, step=step: _step_pods(api, namespace, workflow, step),
@@ -171,3 +174,81 @@ def test_two_certifications_of_the_same_nodes_run_one_after_the_other(
         )
     first, second = sorted(_category_window(scenario.get_workflow(api, namespace, parent) or {}) for parent in parents)
     assert first[1] <= second[0], f"the runs overlapped: {first} and {second}\n{scenario.workflow_tree(api, namespace)}"
+
+
+CRASH_ON_NODE_3 = "defaults: {durationSeconds: 3}\nnodes:\n  gpu-node-3: {fault: crash, exitCode: 1, afterSeconds: 1}\n"
+REPAIRED = "defaults: {durationSeconds: 3}\n"
+
+
+def _failed_run_then_repaired(sim: SimCluster, api: k8s.ApiClient, namespace: str) -> tuple[str, set[str]]:
+    """A certification that failed on gpu-node-3's crash, whose node was then repaired; (parent, TrainJobs)."""
+    scenario.install(sim.kubeconfig, namespace, submit=False)
+    scenario.write_fault_plan(api, namespace, CRASH_ON_NODE_3)
+    nccl = {"domain": "communication", "variant": "nccl-all-reduce", "options": {"nodesPerJob": 2}}
+    certification = scenario.example_certification(namespace, categories=[nccl])
+    scenario.apply_certification(api, certification)
+    parent = scenario.submit(api, scenario.compile_workflow(sim.kubeconfig, certification))
+    assert scenario.wait_workflow_done(api, namespace, parent, timeout_s=RUN_TIMEOUT_S) == "Failed"
+    assert scenario.wait_certification_result(api, namespace, "gpu-cluster-cert", timeout_s=120)["status"][
+        "result"
+    ] == ("FAILED")
+    scenario.write_fault_plan(api, namespace, REPAIRED)
+    return parent, set(scenario.names(scenario.trainjobs(api, namespace)))
+
+
+def _argo_retry(sim: SimCluster, api: k8s.ApiClient, namespace: str, workflow: str) -> None:
+    """`argo retry`, once Argo's controller has finished with the Workflow (its `completed` label), as an
+    operator would: retried while the controller still writes its end, the reset can be overwritten."""
+    scenario.wait_for(
+        f"Argo to mark {workflow} completed",
+        lambda: (
+            ((scenario.get_workflow(api, namespace, workflow) or {}).get("metadata", {}).get("labels") or {}).get(
+                "workflows.argoproj.io/completed"
+            )
+            == "true"
+        ),
+        timeout_s=120,
+        describe=lambda: scenario.workflow_tree(api, namespace),
+    )
+    argo = binary_dirs().argo / "argo"
+    retried = subprocess.run(
+        [str(argo), "retry", workflow, "-n", namespace, "--kubeconfig", str(sim.kubeconfig)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert retried.returncode == 0, retried.stdout + retried.stderr
+
+
+def _wait_succeeded(api: k8s.ApiClient, namespace: str, workflow: str) -> None:
+    scenario.wait_for(
+        f"the retried Workflow {workflow} to succeed",
+        lambda: scenario.workflow_phase(api, namespace, workflow) == "Succeeded",
+        timeout_s=RUN_TIMEOUT_S,
+        describe=lambda: scenario.workflow_tree(api, namespace),
+    )
+
+
+def test_argo_retry_of_a_failed_certification_tests_the_failed_category_again(
+    sim: SimCluster, api: k8s.ApiClient, namespace: str
+) -> None:
+    """The operator repaired the node and ran `argo retry` on the certification Workflow: the failed category
+    runs again as a new category Workflow (new TrainJobs), passes, and the Certification follows it."""
+    parent, first_trainjobs = _failed_run_then_repaired(sim, api, namespace)
+    _argo_retry(sim, api, namespace, parent)
+    _wait_succeeded(api, namespace, parent)
+
+    children = scenario.names(scenario.workflows(api, namespace, "nvcre.nvidia.com/role=category"))
+    assert children == [f"{parent}-0", f"{parent}-0-r2"], children
+    new_trainjobs = set(scenario.names(scenario.trainjobs(api, namespace))) - first_trainjobs
+    assert len(new_trainjobs) == len(first_trainjobs) == 4, sorted(new_trainjobs)
+
+    def passed() -> dict[str, Any] | None:
+        status = scenario.get_certification(api, namespace, "gpu-cluster-cert").get("status") or {}
+        return status if status.get("result") == "PASSED" else None
+
+    status = scenario.wait_for(
+        "the Certification to follow the new attempt",
+        passed,
+        timeout_s=120,
+        describe=lambda: str(scenario.get_certification(api, namespace, "gpu-cluster-cert").get("status")),
+    )
+    assert status["categoryStatuses"][0]["workflowRef"]["name"] == f"{parent}-0-r2", status

@@ -164,8 +164,8 @@ def finish_category(
 
 def finish_parent(argo: Argo, parent: dict[str, Any], phase: str) -> None:
     steps = [
-        Step("communication-nccl-all-reduce", "category-0", "Succeeded"),
-        Step("training-nemotron5-8b", "category-1", phase),
+        Step("nccl-all-reduce", "category-0", "Succeeded"),
+        Step("nemotron5-8b", "category-1", phase),
         Step("verdict", "verdict", phase),
     ]
     argo.set_status(parent["metadata"]["name"], phase, steps=steps, root_template="certification")

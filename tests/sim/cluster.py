@@ -82,6 +82,20 @@ class ArgoRelease:
         return f"argoexec:{self.version(pinned)}"
 
 
+def system_nodes(count: int, *, prefix: str = "system-node") -> list[NodeSpec]:
+    """``count`` nodes without GPUs, where the orchestration (step) pods run: compiled Workflows keep their step
+    pods off the nodes under test, as on a real cluster with a system node pool."""
+    return [
+        NodeSpec(
+            name=f"{prefix}-{index}",
+            labels={"node-role.kubernetes.io/system": ""},
+            gpus=0,
+            provider_id=f"sim://{prefix}-{index}",
+        )
+        for index in range(1, count + 1)
+    ]
+
+
 def gpu_nodes(count: int, *, per_clique: int = 4, gpus: int = 8, prefix: str = "gpu-node") -> list[NodeSpec]:
     """``count`` DGX-like nodes with the labels GPU Feature Discovery would set, in NVLink cliques."""
     nodes = []
@@ -171,8 +185,10 @@ class SimCluster:
         binaries: BinaryDirs | None = None,
         progress: Progress = stderr_progress,
         keep_workdir: bool = False,
+        system_node_count: int = 1,
     ) -> None:
-        self.nodes = list(nodes)
+        self.gpu_node_count = len(nodes)
+        self.nodes = list(nodes) + system_nodes(system_node_count)
         self.argo = argo
         self.binaries = binaries or binary_dirs()
         self.progress = progress
@@ -219,7 +235,9 @@ class SimCluster:
             self.stop()
             raise
         total = sum(self.timings.values())
-        self.progress(f"simulated cluster ready in {total:.1f} s ({len(self.nodes)} GPU nodes; logs in {self.workdir})")
+        self.progress(
+            f"simulated cluster ready in {total:.1f} s ({self.gpu_node_count} GPU nodes; logs in {self.workdir})"
+        )
         return self
 
     def _timed(self, what: str, start: Callable[[], None]) -> None:

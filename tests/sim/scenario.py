@@ -74,8 +74,15 @@ def install(kubeconfig: Path, namespace: str, *, submit: bool) -> None:
 
 
 def write_fault_plan(api: k8s.ApiClient, namespace: str, plan_yaml: str) -> None:
+    """Create the namespace's fault plan, or replace it (a node "repaired" between two runs)."""
     body = {"metadata": {"name": FAULT_PLAN_CONFIGMAP}, "data": {FAULT_PLAN_KEY: plan_yaml}}
-    k8s.CoreV1Api(api).create_namespaced_config_map(namespace, body)
+    core = k8s.CoreV1Api(api)
+    try:
+        core.create_namespaced_config_map(namespace, body)
+    except ApiException as error:
+        if error.status != 409:
+            raise
+        core.replace_namespaced_config_map(FAULT_PLAN_CONFIGMAP, namespace, body)
 
 
 def apply_certification(api: k8s.ApiClient, certification: dict[str, Any]) -> dict[str, Any]:

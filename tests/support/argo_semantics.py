@@ -285,8 +285,19 @@ def tag_problems(document: Mapping[str, Any]) -> list[Problem]:
             leaf |= {
                 f"outputs.parameters.{parameter['name']}.path" for parameter in _parameters(template.get("outputs"))
             }
-            problems += _unresolved(template, path, leaf, items=False)
+            rest = {key: value for key, value in template.items() if key != "metrics"}
+            problems += _unresolved(rest, path, leaf, items=False)
+            problems += _unresolved(
+                template.get("metrics") or {}, f"{path}.metrics", own | _metric_scope(template), items=False
+            )
     return problems
+
+
+def _metric_scope(template: Mapping[str, Any]) -> set[str]:
+    """What Argo substitutes in a template's own `metrics` once the step ended: its duration, status and exit
+    code, and its output parameters (`computeMetrics`' local scope)."""
+    outputs = {f"outputs.parameters.{parameter['name']}" for parameter in _parameters(template.get("outputs"))}
+    return {"duration", "status", "exitCode"} | outputs
 
 
 def loose_tag_problems(document: Mapping[str, Any]) -> list[Problem]:
@@ -312,6 +323,8 @@ def loose_tag_problems(document: Mapping[str, Any]) -> list[Problem]:
             if root == "steps" and rest.partition(".")[0] in step_names:
                 continue
             if root == "inputs" and rest.removeprefix("parameters.") in input_names:
+                continue
+            if ".metrics." in path and (tag in ("duration", "status", "exitCode") or root == "outputs"):
                 continue
             problems.append(Problem(path.lstrip("."), f"{{{{{tag}}}}} names neither workflow.* nor an existing step"))
     return problems

@@ -6,7 +6,16 @@ from typing import Any
 
 import pytest
 
-from nvcre_argo.steps.children import CategoryOutcome, Parent, child_manifest, is_finished, stop_reason
+from nvcre_argo.steps.children import (
+    REPORTED_ANNOTATION,
+    CategoryOutcome,
+    Parent,
+    attempt_manifest,
+    child_manifest,
+    is_finished,
+    is_reported,
+    stop_reason,
+)
 
 PARENT = Parent(name="cert-abcde", uid="uid-1", namespace="nvcre")
 
@@ -79,3 +88,19 @@ def test_the_summary_names_the_category_its_workflow_and_at_most_five_failed_nod
     assert passed.passed
     assert not stopped.passed
     assert CategoryOutcome("x/y", "w", "Error").summary() == "x/y: Error with no node blamed (Workflow w)"
+
+
+def test_a_retried_category_runs_under_the_next_attempts_name_within_63_characters() -> None:
+    manifest = {"metadata": {"name": "gpu-cluster-cert-x7k2q-0"}}
+    assert attempt_manifest(manifest, 1)["metadata"]["name"] == "gpu-cluster-cert-x7k2q-0"
+    assert attempt_manifest(manifest, 2)["metadata"]["name"] == "gpu-cluster-cert-x7k2q-0-r2"
+    long_name = {"metadata": {"name": "c" * 61 + "-3"}}
+    renamed = attempt_manifest(long_name, 12)["metadata"]["name"]
+    assert len(renamed) <= 63
+    assert renamed != attempt_manifest(long_name, 13)["metadata"]["name"]
+    assert manifest["metadata"]["name"] == "gpu-cluster-cert-x7k2q-0"
+
+
+def test_only_a_workflow_whose_outcome_was_reported_counts_as_history() -> None:
+    assert not is_reported(workflow("Failed"))
+    assert is_reported(workflow("Failed", annotations={REPORTED_ANNOTATION: "Failed"}))

@@ -1,0 +1,59 @@
+"""The category Workflow's `activeDeadlineSeconds`, derived from its plan: a backstop, never the verdict.
+
+The run step already ends every TrainJob at `timeoutPerJob` (of running time, and as long again blocked in
+scheduling), so a healthy run never meets this deadline. It exists for what the steps cannot see: a step that
+hangs itself, an executor stuck on a dead node, a controller that lost track. Only the plan step knows how
+many groups there are, so it sets the deadline on its own Workflow once the plan is made; Argo counts it from
+the Workflow's start, and enforces it by failing the Workflow and stopping its pods (the `cleanup` exit handler
+still deletes the TrainJobs). A deadline already on the Workflow (compiled with `--category-deadline`) wins.
+
+Bound: groups run in waves of `maxConcurrent` (regular and overflow groups in separate fan-outs), each group
+`repeatCount` iterations, each iteration at most `timeoutPerJob` blocked plus `timeoutPerJob` running, plus a
+per-iteration allowance for pod start-up and polling, plus a fixed allowance for plan, record and cleanup.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from nvcre_argo.kube.client import KubeClient
+from nvcre_argo.kube.resources import WORKFLOWS
+from nvcre_argo.plan.model import Plan
+from nvcre_argo.resolve.category import ResolvedCategory
+from nvcre_argo.resolve.duration import duration_seconds
+from nvcre_argo.steps.context import StepContext
+
+ITERATION_ALLOWANCE_S = 300
+WORKFLOW_ALLOWANCE_S = 900
+
+
+def _waves(groups: int, max_concurrent: int | None) -> int:
+    if groups == 0:
+        return 0
+    return math.ceil(groups / max_concurrent) if max_concurrent else 1
+
+
+def category_deadline_seconds(plan: Plan, category: ResolvedCategory) -> int:
+    """The longest a category Workflow running `plan` may take when every step does its job."""
+    regular = sum(1 for group in plan.groups if not group.overflow)
+    overflow = len(plan.groups) - regular
+    limit = category.options.max_concurrent
+    waves = _waves(regular, limit) + _waves(overflow, limit)
+    iteration = 2 * duration_seconds(category.timeout_per_job) + ITERATION_ALLOWANCE_S
+    return WORKFLOW_ALLOWANCE_S + waves * (category.options.repeat_count or 1) * iteration
+
+
+def set_category_deadline(
+    kube: KubeClient, context: StepContext, plan: Plan, *, report: Callable[[str], None] = print
+) -> int | None:
+    """Set the derived deadline on this step's own Workflow unless one is set; returns the deadline in force."""
+    workflow = kube.get(WORKFLOWS, context.workflow_name, context.namespace) or {}
+    existing = (workflow.get("spec") or {}).get("activeDeadlineSeconds")
+    if existing is not None:
+        report(f"activeDeadlineSeconds {existing} (already set: compiled in, or by an earlier try of this step)")
+        return int(existing)
+    deadline = category_deadline_seconds(plan, context.category)
+    kube.merge_patch(WORKFLOWS, context.workflow_name, {"spec": {"activeDeadlineSeconds": deadline}}, context.namespace)
+    report(f"activeDeadlineSeconds {deadline} (derived from {len(plan.groups)} group(s) and timeoutPerJob)")
+    return deadline

@@ -1,0 +1,42 @@
+"""What a group's run step shows in the Argo UI: its measurements as an output, its failure as one line.
+
+Argo shows a failed step's termination message as the node's message ("main: Error (exit code 1): ..."), and
+a step's output parameters in its side panel, so an operator sees which nodes failed and why, and the bus
+bandwidth or goodput measured, without opening a log or a ConfigMap. Both are bounded: a full-scale group can
+fail thousands of nodes at once.
+"""
+
+from __future__ import annotations
+
+from nvcre_argo.steps.running import GroupResult
+
+NODES_SHOWN = 5
+
+
+def measurement_text(result: GroupResult) -> str:
+    """`busBandwidthGBps=452.1` (each iteration's figures, in order, when the group ran several), or ``""``."""
+    parts = []
+    for iteration in result.iterations:
+        figures = ", ".join(f"{key}={value:.4g}" for key, value in sorted(iteration.measurements.items()))
+        if figures:
+            parts.append(figures if len(result.iterations) == 1 else f"#{iteration.iteration + 1}: {figures}")
+    return "; ".join(parts)
+
+
+def failed_node_count(result: GroupResult) -> int:
+    return len({node["name"] for iteration in result.iterations for node in iteration.failed_nodes})
+
+
+def failure_summary(result: GroupResult) -> str:
+    """`2 node(s) failed: gpu-node-3 (WorkloadFailed), ...: <why>` for the first failed iteration; a group that
+    failed without blaming a node (its measurement unreadable) says so."""
+    failed = next((iteration for iteration in result.iterations if not iteration.succeeded), None)
+    if failed is None:
+        return "the group did not pass"
+    why = failed.message.splitlines()[0] if failed.message else "no reason given"
+    if not failed.failed_nodes:
+        return f"no node blamed: {why}"
+    nodes = sorted({(node["name"], node["reason"]) for node in failed.failed_nodes})
+    shown = ", ".join(f"{name} ({reason})" for name, reason in nodes[:NODES_SHOWN])
+    more = f" and {len(nodes) - NODES_SHOWN} more" if len(nodes) > NODES_SHOWN else ""
+    return f"{len(nodes)} node(s) failed: {shown}{more}: {why}"

@@ -1,0 +1,250 @@
+"""The orchestration around the tests: where step pods run, how long Workflows live, and what a group and
+the verdict show in the Argo UI."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from nvcre_argo import contract
+from nvcre_argo.api.spec import NodeSelectorRequirement, TargetSpec
+from nvcre_argo.cli.compile import compile_command
+from nvcre_argo.names import trainjob_name
+from nvcre_argo.plan.model import NodeGroup, Plan
+from nvcre_argo.plan.selection import matches_target
+from nvcre_argo.render.certification_workflow import embedded_category_workflow
+from nvcre_argo.render.step_placement import StepPlacement, Toleration, avoid_target_affinity, placement_spec
+from nvcre_argo.results import GroupResultRecord, IterationRecord
+from nvcre_argo.steps.deadline import ITERATION_ALLOWANCE_S, WORKFLOW_ALLOWANCE_S, category_deadline_seconds
+from nvcre_argo.steps.group_summary import failed_node_count, failure_summary, measurement_text
+from nvcre_argo.steps.running import GroupResult, IterationResult, next_attempt
+from nvcre_argo.yamlio import load_yaml_mapping
+from tests.unit.test_plan import edited_by_hand, resolve
+
+EXAMPLE = "examples/gpu-cluster-cert.yaml"
+NCCL = {"domain": "communication", "variant": "nccl-all-reduce"}
+
+
+def node(name: str, **labels: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": labels}}
+
+
+def satisfies(node_object: dict[str, Any], affinity: dict[str, Any]) -> bool:
+    """Kubernetes' required node affinity: any term, every expression and field of the term."""
+    labels = node_object["metadata"]["labels"]
+    terms = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+
+    def holds(expression: dict[str, Any], value: str | None) -> bool:
+        operator, values = expression["operator"], expression.get("values", [])
+        return {
+            "In": value in values,
+            "NotIn": value not in values,
+            "Exists": value is not None,
+            "DoesNotExist": value is None,
+        }[operator]
+
+    return any(
+        all(holds(expression, labels.get(expression["key"])) for expression in term.get("matchExpressions", []))
+        and all(holds(field, node_object["metadata"]["name"]) for field in term.get("matchFields", []))
+        for term in terms
+    )
+
+
+TARGETS = {
+    "node-selector": TargetSpec(node_selector={"nvidia.com/gpu.present": "true", "pool": "a"}),
+    "expressions": TargetSpec(
+        match_expressions=[
+            NodeSelectorRequirement(key="pool", operator="In", values=["a", "b"]),
+            NodeSelectorRequirement(key="drain", operator="DoesNotExist"),
+            NodeSelectorRequirement(key="gpu", operator="Exists"),
+            NodeSelectorRequirement(key="zone", operator="NotIn", values=["z9"]),
+        ]
+    ),
+    "names": TargetSpec(node_names=["n1", "n3"], node_selector={"pool": "a"}),
+}
+NODES = [
+    node("n0"),
+    node("n1", pool="a", gpu="x", **{"nvidia.com/gpu.present": "true"}),
+    node("n2", pool="b", gpu="x", zone="z9"),
+    node("n3", pool="a", gpu="x", **{"nvidia.com/gpu.present": "true"}),
+    node("n4", pool="a", drain="1", gpu="x"),
+    node("n5", pool="c", gpu="x"),
+    node("n6", pool="b", gpu="x", **{"nvidia.com/gpu.present": "true"}),
+]
+
+
+@pytest.mark.parametrize("target", TARGETS.values(), ids=TARGETS.keys())
+def test_step_pods_may_run_on_exactly_the_nodes_the_target_does_not_select(target: TargetSpec) -> None:
+    affinity = avoid_target_affinity(target)
+    assert affinity is not None
+    for candidate in NODES:
+        assert satisfies(candidate, affinity) is not matches_target(candidate, target), candidate["metadata"]["name"]
+
+
+def test_a_target_of_every_node_or_only_of_taints_places_no_affinity() -> None:
+    assert avoid_target_affinity(TargetSpec()) is None
+    assert placement_spec(StepPlacement(), TargetSpec(taint_selectors=[])) == {}
+
+
+def test_the_placement_knobs_become_workflow_spec_fields_and_steps_on_target_drops_the_affinity() -> None:
+    placement = StepPlacement(
+        node_selector={"role": "system"},
+        tolerations=(Toleration("dedicated", "system", "NoSchedule"), Toleration("spot")),
+        priority_class="high",
+        image_pull_secrets=("registry-auth",),
+        avoid_target=False,
+    )
+    assert placement_spec(placement, TARGETS["node-selector"]) == {
+        "imagePullSecrets": [{"name": "registry-auth"}],
+        "nodeSelector": {"role": "system"},
+        "podPriorityClassName": "high",
+        "tolerations": [
+            {"key": "dedicated", "operator": "Equal", "value": "system", "effect": "NoSchedule"},
+            {"key": "spot", "operator": "Exists"},
+        ],
+    }
+
+
+def compile_example(*args: str) -> Any:
+    return CliRunner().invoke(compile_command, [EXAMPLE, *args], prog_name="nvcre-compile", catch_exceptions=False)
+
+
+def test_both_workflow_levels_get_the_placement_and_the_parent_its_lifetime() -> None:
+    result = compile_example(
+        "--step-node-selector", "role=system", "--step-toleration", "dedicated=system:NoSchedule",
+        "--step-priority-class", "nvcre-steps", "--step-image-pull-secret", "auth",
+        "--ttl", "24h", "--deadline", "12h", "--category-deadline", "2h",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    spec = load_yaml_mapping(result.stdout, "compiled")["spec"]
+    assert spec["ttlStrategy"] == {"secondsAfterCompletion": 86400}
+    assert spec["activeDeadlineSeconds"] == 43200
+    children = [embedded_category_workflow(template) for template in spec["templates"]]
+    manifests = [child for child in children if child is not None]
+    assert len(manifests) == 2
+    for level in (spec, *(manifest["spec"] for manifest in manifests)):
+        assert level["nodeSelector"] == {"role": "system"}
+        assert level["tolerations"] == [
+            {"key": "dedicated", "operator": "Equal", "value": "system", "effect": "NoSchedule"}
+        ]
+        assert level["podPriorityClassName"] == "nvcre-steps"
+        assert level["imagePullSecrets"] == [{"name": "auth"}]
+        assert "affinity" in level
+    assert {manifest["spec"]["activeDeadlineSeconds"] for manifest in manifests} == {7200}
+
+
+def test_by_default_workflows_are_kept_a_week_and_categories_get_their_deadline_from_the_plan() -> None:
+    result = compile_example()
+    spec = load_yaml_mapping(result.stdout, "compiled")["spec"]
+    assert spec["ttlStrategy"] == {"secondsAfterCompletion": 7 * 24 * 3600}
+    assert "activeDeadlineSeconds" not in spec
+    manifests = [child for child in map(embedded_category_workflow, spec["templates"]) if child]
+    assert all("activeDeadlineSeconds" not in manifest["spec"] for manifest in manifests)
+    assert "ttlStrategy" not in load_yaml_mapping(compile_example("--ttl", "none").stdout, "compiled")["spec"]
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (("--step-toleration", "a=b:Sometimes"), "--step-toleration"),
+        (("--step-node-selector", "novalue"), "--step-node-selector"),
+        (("--step-node-selector", "bad key=x"), "--step-node-selector"),
+        (("--step-priority-class", "Not_A_Name"), "--step-priority-class"),
+        (("--step-image-pull-secret", "UPPER"), "--step-image-pull-secret"),
+        (("--ttl", "7d"), "--ttl"),
+        (("--deadline", "0s"), "--deadline"),
+    ],
+)
+def test_a_bad_placement_or_lifetime_value_is_a_usage_error_naming_the_option(
+    args: tuple[str, str], named: str
+) -> None:
+    result = compile_example(*args)
+    assert result.exit_code == 2
+    assert named in result.output
+    assert "Traceback" not in result.output
+
+
+# ------------------------------------------------------------------------------------------------- deadlines
+
+
+def plan_of(regular: int, overflow: int = 0) -> Plan:
+    groups = [NodeGroup(f"g{index}", (f"n{index}",)) for index in range(regular)]
+    groups += [NodeGroup(f"o{index}", (f"n{index}",), overflow=True) for index in range(overflow)]
+    return Plan(None, (), (), tuple(groups))
+
+
+def test_the_category_deadline_counts_waves_of_max_concurrent_and_repeats() -> None:
+    ten_minutes = {"timeout_per_job": "10m"}
+    category = edited_by_hand(resolve(NCCL), max_concurrent=4, repeat_count=2).model_copy(update=ten_minutes)
+    iteration = 2 * 600 + ITERATION_ALLOWANCE_S
+    # 9 regular groups in waves of 4 = 3 waves, 1 overflow wave; each group twice.
+    assert category_deadline_seconds(plan_of(9, 1), category) == WORKFLOW_ALLOWANCE_S + 4 * 2 * iteration
+    unlimited = resolve(NCCL).model_copy(update=ten_minutes)
+    assert category_deadline_seconds(plan_of(9), unlimited) == WORKFLOW_ALLOWANCE_S + iteration
+    assert category_deadline_seconds(plan_of(0), unlimited) == WORKFLOW_ALLOWANCE_S
+
+
+# ---------------------------------------------------------------------------------------- what the UI shows
+
+
+def failed(iteration: int, message: str, *nodes: tuple[str, str]) -> IterationResult:
+    blamed = [{"name": name, "reason": reason, "message": message} for name, reason in nodes]
+    return IterationResult(iteration, f"tj-{iteration}", False, message, blamed)
+
+
+def test_a_failed_group_names_its_failed_nodes_and_reasons_bounded() -> None:
+    nodes = [(f"gpu-node-{index}", "WorkloadFailed") for index in range(1, 9)]
+    result = GroupResult("g0", [name for name, _ in nodes], [failed(0, "TrainJob/tj failed: rank 3\nlog tail", *nodes)])
+    summary = failure_summary(result)
+    assert summary.startswith("8 node(s) failed: gpu-node-1 (WorkloadFailed), gpu-node-2 (WorkloadFailed)")
+    assert "and 3 more: TrainJob/tj failed: rank 3" in summary
+    assert "log tail" not in summary
+    assert failed_node_count(result) == 8
+
+
+def test_a_group_that_blamed_nobody_says_it_is_not_certified() -> None:
+    result = GroupResult("g0", ["a"], [failed(0, "its nccl-bandwidth measurement is unavailable")])
+    assert failure_summary(result).startswith("no node blamed: its nccl-bandwidth measurement")
+    assert failed_node_count(result) == 0
+
+
+def test_measurements_show_each_iteration_when_the_group_repeats() -> None:
+    one = IterationResult(0, "tj", True, "ok", [], {"busBandwidthGBps": 452.123})
+    two = IterationResult(1, "tj-i1", True, "ok", [], {"busBandwidthGBps": 449.0})
+    assert measurement_text(GroupResult("g0", ["a"], [one])) == "busBandwidthGBps=452.1"
+    assert (
+        measurement_text(GroupResult("g0", ["a"], [one, two])) == "#1: busBandwidthGBps=452.1; #2: busBandwidthGBps=449"
+    )
+    assert measurement_text(GroupResult("g0", ["a"], [])) == ""
+
+
+def test_each_category_step_exports_its_duration_and_failed_nodes_as_argo_metrics() -> None:
+    spec = load_yaml_mapping(compile_example().stdout, "compiled")["spec"]
+    steps = [template for template in spec["templates"] if embedded_category_workflow(template)]
+    for template in steps:
+        metrics = {metric["name"]: metric for metric in template["metrics"]["prometheus"]}
+        assert metrics["nvcre_category_duration_seconds"]["gauge"]["value"] == "{{duration}}"
+        failed_nodes = metrics["nvcre_category_failed_nodes"]["gauge"]["value"]
+        assert failed_nodes == f"{{{{outputs.parameters.{contract.OUTPUT_FAILED_NODE_COUNT}}}}}"
+
+
+# ------------------------------------------------------------------------------------------------- re-tests
+
+
+def recorded(iterations: int, attempt: int = 1) -> GroupResultRecord:
+    done = [
+        IterationRecord(iteration=i, trainjob="tj", succeeded=False, message="", failed_nodes=[], measurements={})
+        for i in range(iterations)
+    ]
+    return GroupResultRecord(group="g0", nodes=["a"], iterations=done, attempt=attempt)
+
+
+def test_a_group_is_tested_again_only_once_its_previous_attempt_was_fully_recorded() -> None:
+    assert next_attempt(None, repeat=2) == 1
+    assert next_attempt(recorded(1), repeat=2) == 1  # a lost step pod: follow the same TrainJobs
+    assert next_attempt(recorded(2), repeat=2) == 2  # argo retry after a finished run: test again
+    assert next_attempt(recorded(1, attempt=2), repeat=1) == 3
+    assert trainjob_name("cert-0", "g0", 0, 2) == "cert-0-g0-a2"
+    assert trainjob_name("cert-0", "g0", 1, 1) == "cert-0-g0-i1"
