@@ -25,7 +25,9 @@ run: $(STAMP) ## Validate and compile the example Certification with the built-i
 	$(VENV)/bin/nvcre-argo validate $(EXAMPLE)
 	@mkdir -p build
 	$(VENV)/bin/nvcre-compile $(EXAMPLE) -o build
-	@echo "Compiled: submit with 'argo submit build/gpu-cluster-cert.yaml' after 'kubectl apply -f workflow_templates/'"
+	@echo "Compiled into namespace nvcre (the Certification's): install the templates there first with"
+	@echo "  'nvcre-argo install --watch-namespace nvcre' (or 'kubectl apply -n nvcre -f workflow_templates/'),"
+	@echo "  then 'argo submit -n nvcre build/gpu-cluster-cert.yaml'"
 
 test: lint types contracts check-generated testbin ## Everything CI checks: lint, types, layers, drift, all tests
 	$(PYTHON) -m pytest -m 'not e2e' $(PYTEST_ARGS)
@@ -53,8 +55,9 @@ e2e: $(STAMP) testbin ## End-to-end tests on the simulated GPU cluster (real Arg
 demo: $(STAMP) testbin ## Run the example Certification on a simulated GPU cluster and print the report
 	$(PYTHON) -m tests.sim.demo $(DEMO_ARGS)
 
-testbin: ## Build into ~/.cache from Go modules, once per version: etcd, kube-apiserver/-controller-manager/-scheduler, Argo v3+v4 workflow-controller+argoexec, Argo's linter, Trainer, JobSet
+testbin: ## Build into ~/.cache from Go modules, once per version: etcd, kube-apiserver/-controller-manager/-scheduler, Argo v3+v4 workflow-controller+argoexec, Argo's linter, argo server with its UI, Trainer, JobSet; install chromium
 	bash hack/testbin.sh build
+	bash hack/browser.sh install
 
 generate: $(STAMP) ## Regenerate committed generated files (the CRD, workflow_templates/)
 	$(VENV)/bin/nvcre-argo crd > crds/nvcre.nvidia.com_certifications.yaml
@@ -72,6 +75,7 @@ bench: $(STAMP) testbin ## Benchmarks that print their figures (compile, watcher
 	$(PYTHON) -m tests.bench.bench_compile
 	$(PYTHON) -m tests.bench.bench_watch
 	$(PYTHON) -m tests.bench.bench_isolation
+	$(PYTHON) -m tests.bench.bench_scale
 
 clean: ## Remove the virtualenv and caches (not the Go-built binaries in ~/.cache)
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -2,7 +2,9 @@
 # Builds the real components the tests run from Go modules into a per-version cache outside the repository:
 #   k8s-<v>/      kube-apiserver, kube-controller-manager, kube-scheduler
 #   etcd-<v>/     etcd
-#   argo-<v3>/    argolint (Argo's offline linter), workflow-controller, argoexec
+#   argo-<v3>/    argolint (Argo's offline linter), workflow-controller, argoexec, and argo (the CLI, whose
+#                 `argo server` serves Argo's UI, built from the module's ui/ sources and embedded)
+#   yarn-<v>/     yarn 1 (from npm; with the machine's node it builds the UI, the one part of Argo not in Go)
 #   argo-<v4>/    workflow-controller, argoexec
 #   trainer-<v>/  trainer-controller-manager (Kubeflow Trainer)
 #   jobset-<v>/   jobset (the JobSet controller manager)
@@ -23,6 +25,9 @@
 #     127.0.0.1:6060 instead of every interface.
 #   - util/telemetry/exporter_prometheus.go: the metrics server `Addr: fmt.Sprintf(":%v", m.config.port())`
 #     listens on 127.0.0.1:<port> instead of every interface.
+#   - for `argo` only, server/apiserver/argoserver.go: `argo server` listens on 127.0.0.1:<port> (it has no
+#     bind flag and listens on every interface upstream).
+# The UI that `argo` embeds (ui/embed.go: `//go:embed dist/app`) is built from the same copy; see build_argo_ui.
 # Every edit must match exactly once, or the build fails.
 #
 # Every binary is built to a unique temporary name in its target directory and renamed into place, so builds
@@ -43,6 +48,7 @@ argo_dir="$cache_root/argo-$ARGO_V3_VERSION"
 argo_v4_dir="$cache_root/argo-$ARGO_V4_VERSION"
 trainer_dir="$cache_root/trainer-$TRAINER_VERSION"
 jobset_dir="$cache_root/jobset-$JOBSET_VERSION"
+yarn_dir="$cache_root/yarn-$YARN_VERSION"
 k8s_commands=(kube-apiserver kube-controller-manager kube-scheduler)
 argo_commands=(workflow-controller argoexec)
 
@@ -50,6 +56,7 @@ log() { printf '[testbin] %s\n' "$*" >&2; }
 
 # Temporary paths this run created; removed on any exit, so a failed or interrupted build leaves nothing behind.
 cleanup=()
+argo_work=""
 remove_temporaries() { if [ ${#cleanup[@]} -gt 0 ]; then rm -rf "${cleanup[@]}"; fi; }
 trap remove_temporaries EXIT
 trap 'exit 130' INT TERM
@@ -105,6 +112,9 @@ regen() {
   # Argo v3 replaces tablewriter with v0.0.5 in its own go.mod; only the main module's replaces count.
   regen_wrapper argo-v3 -replace=github.com/olekukonko/tablewriter=github.com/olekukonko/tablewriter@v0.0.5 -- \
     "$ARGO_V3_MODULE/cmd/workflow-controller@$ARGO_V3_VERSION" "$ARGO_V3_MODULE/cmd/argoexec@$ARGO_V3_VERSION"
+  # `argo` has its own wrapper so that adding it never changes what the controller and executor build from.
+  regen_wrapper argo-server -replace=github.com/olekukonko/tablewriter=github.com/olekukonko/tablewriter@v0.0.5 -- \
+    "$ARGO_V3_MODULE/cmd/argo@$ARGO_V3_VERSION"
   regen_wrapper argo-v4 -- \
     "$ARGO_V4_MODULE/cmd/workflow-controller@$ARGO_V4_VERSION" "$ARGO_V4_MODULE/cmd/argoexec@$ARGO_V4_VERSION"
   regen_wrapper trainer -- "$TRAINER_MODULE/cmd/trainer-controller-manager@$TRAINER_VERSION"
@@ -201,6 +211,19 @@ build_argo() {
     return
   fi
   log "argo $version: building ${missing[*]} (cold: 3-7 minutes each on 2 cores)"
+  copy_argo_module "$module" "$version" "$wrapper"
+  local work=$argo_work ldflags
+  ldflags=$(argo_ldflags "$module" "$version")
+  for c in "${missing[@]}"; do
+    build_one "$wrapper" "$out_dir" "$c" "$module/cmd/$c" "$ldflags" -modfile="$work/go.mod"
+  done
+}
+
+# copy_argo_module MODULE VERSION WRAPPER_DIR: sets argo_work to a new temporary directory holding src/, a
+# patched private copy of the module, and go.mod/go.sum, the wrapper's with the module replaced by that copy.
+# (A variable, not output: a command substitution's subshell could not register the directory for cleanup.)
+copy_argo_module() {
+  local module=$1 version=$2 wrapper=$3
   mkdir -p "$cache_root"
   local work
   work=$(mktemp -d "$cache_root/.argo-$version-src.XXXXXX")
@@ -210,16 +233,92 @@ build_argo() {
   patch_argo_source "$work/src"
   cp "$wrapper/go.mod" "$wrapper/go.sum" "$work/"
   go mod edit -replace="$module=$work/src" "$work/go.mod"
-  local commit date
+  argo_work=$work
+}
+
+# argo_ldflags MODULE VERSION: the version stamps Argo's own release build sets. The version feeds the default
+# executor image tag and the version the UI shows (without it the UI reports v0.0.0+unknown and announces a
+# new version); gitTreeState=dirty because the tree is patched.
+argo_ldflags() {
+  local module=$1 version=$2 commit date
   commit=$(mod_field "$module@$version" Origin.Hash 2>/dev/null || true)
   date=$(mod_field "$module@$version" Time 2>/dev/null || true)
-  # version feeds the default executor image tag; gitTreeState=dirty because the tree is patched.
   local ldflags="-s -w -X $module.version=$version -X $module.gitTag=$version -X $module.gitTreeState=dirty"
   if [ -n "$commit" ]; then ldflags+=" -X $module.gitCommit=$commit"; fi
   if [ -n "$date" ]; then ldflags+=" -X $module.buildDate=$date"; fi
-  for c in "${missing[@]}"; do
-    build_one "$wrapper" "$out_dir" "$c" "$module/cmd/$c" "$ldflags" -modfile="$work/go.mod"
-  done
+  printf '%s\n' "$ldflags"
+}
+
+# require_node: node >= NODE_MAJOR_MIN (the UI's package.json engines), or a loud failure.
+require_node() {
+  local major
+  major=$(node --version 2>/dev/null | sed -n 's/^v\([0-9]*\)\..*/\1/p')
+  if [ -z "$major" ] || [ "$major" -lt "$NODE_MAJOR_MIN" ]; then
+    log "FATAL: Argo's UI needs node >= $NODE_MAJOR_MIN and npm (found: ${major:-none})"
+    return 1
+  fi
+}
+
+# install_yarn: yarn 1 from npm into the cache (never globally), renamed into place when complete.
+install_yarn() {
+  if runs "$yarn_dir/node_modules/.bin/yarn" --version; then return; fi
+  log "yarn $YARN_VERSION: installing into $yarn_dir"
+  mkdir -p "$cache_root"
+  local tmp
+  tmp=$(mktemp -d "$cache_root/.yarn-$YARN_VERSION.partial.XXXXXX")
+  cleanup+=("$tmp")
+  npm install --prefix "$tmp" --no-audit --no-fund --loglevel=error "yarn@$YARN_VERSION" >&2
+  chmod 755 "$tmp"  # mktemp made it private; the cached tool is not
+  # A concurrent build may have won the race; its copy is as good as ours.
+  mv -T "$tmp" "$yarn_dir" 2>/dev/null || rm -rf "$tmp"
+}
+
+# build_argo_ui UI_DIR: install the UI's dependencies and run its production webpack build into UI_DIR/dist/app.
+#   - package.json: `argo-ui` is a git dependency that cannot be fetched here; the published argo-ui package
+#     ($ARGO_UI_PACKAGE_VERSION) replaces it, so the lockfile cannot be frozen for that one entry (.yarnrc).
+#   - the published argo-ui imports `uuid/v1`, a path the locked uuid no longer exports; it takes v1 from the
+#     package root instead.
+build_argo_ui() {
+  local ui=$1 yarn="$yarn_dir/node_modules/.bin/yarn"
+  local yarn_cache="${XDG_CACHE_HOME:-$HOME/.cache}/nvcre-argo/yarn-cache"
+  python3 - "$ui/package.json" "$ARGO_UI_PACKAGE_VERSION" <<'EOF'
+import json, pathlib, sys
+path = pathlib.Path(sys.argv[1])
+package = json.loads(path.read_text(encoding="utf-8"))
+if "argo-ui" not in package["dependencies"]:
+    sys.exit(f"[testbin] FATAL: no argo-ui dependency in {path}; the UI patch needs updating")
+package["dependencies"]["argo-ui"] = sys.argv[2]
+path.write_text(json.dumps(package, indent=4) + "\n", encoding="utf-8")
+EOF
+  replace_once "$ui/.yarnrc" $'--install.frozen-lockfile true\n' ''
+  log "argo UI: yarn install (about 15 s with a warm yarn cache)"
+  local start=$SECONDS
+  (cd "$ui" && "$yarn" install --non-interactive --silent --no-progress --network-timeout 600000 \
+    --cache-folder "$yarn_cache" --mutex "file:$yarn_cache/.mutex" >&2)
+  replace_once "$ui/node_modules/argo-ui/src/components/form-field/form-field.tsx" \
+    "require('uuid/v1')" "require('uuid').v1"
+  log "argo UI: webpack (1-6 minutes on 2 cores, depending on what else runs)"
+  (cd "$ui" && NODE_ENV=production node node_modules/.bin/webpack --mode production --stats errors-only >&2)
+  [ -f "$ui/dist/app/index.html" ] || { log "FATAL: the UI build wrote no $ui/dist/app/index.html"; return 1; }
+  log "argo UI: built in $((SECONDS - start)) s"
+}
+
+# build_argo_cli: `argo` (with `argo server`) from a patched copy of the Argo v3 module, with the UI embedded.
+build_argo_cli() {
+  if runs "$argo_dir/argo" version; then
+    log "argo $ARGO_V3_VERSION argo (server and UI): cached in $argo_dir"
+    return
+  fi
+  log "argo $ARGO_V3_VERSION: building argo with its UI (cold: about 5 minutes on 2 cores)"
+  require_node
+  install_yarn
+  copy_argo_module "$ARGO_V3_MODULE" "$ARGO_V3_VERSION" "$here/testbin/argo-server"
+  local work=$argo_work
+  replace_once "$work/src/server/apiserver/argoserver.go" \
+    'address := fmt.Sprintf(":%d", port)' 'address := fmt.Sprintf("127.0.0.1:%d", port)'
+  build_argo_ui "$work/src/ui"
+  build_one "$here/testbin/argo-server" "$argo_dir" argo "$ARGO_V3_MODULE/cmd/argo" \
+    "$(argo_ldflags "$ARGO_V3_MODULE" "$ARGO_V3_VERSION")" -modfile="$work/go.mod"
 }
 
 build_trainer() {
@@ -259,6 +358,7 @@ case "${1:-build}" in
     build_k8s
     build_argolint
     build_argo "$ARGO_V3_MODULE" "$ARGO_V3_VERSION" "$argo_dir" argo-v3
+    build_argo_cli
     build_argo "$ARGO_V4_MODULE" "$ARGO_V4_VERSION" "$argo_v4_dir" argo-v4
     build_trainer
     build_jobset

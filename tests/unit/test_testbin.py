@@ -55,6 +55,7 @@ def test_the_wrappers_pin_the_versions_in_versions_env() -> None:
 TOOL_WRAPPERS = {
     "argo-v3": ("ARGO_V3_MODULE", "ARGO_V3_VERSION", ("/cmd/argoexec", "/cmd/workflow-controller")),
     "argo-v4": ("ARGO_V4_MODULE", "ARGO_V4_VERSION", ("/cmd/argoexec", "/cmd/workflow-controller")),
+    "argo-server": ("ARGO_V3_MODULE", "ARGO_V3_VERSION", ("/cmd/argo",)),
     "trainer": ("TRAINER_MODULE", "TRAINER_VERSION", ("/cmd/trainer-controller-manager",)),
     "jobset": ("JOBSET_MODULE", "JOBSET_VERSION", ("",)),
 }
