@@ -343,29 +343,15 @@ class KubeClient:
         """(type, object) events from a resourceVersion; ends when the server closes the watch.
 
         A 410 Gone (expired resourceVersion) arrives either as an ApiError or as an ERROR event whose object
-        is a Status with code 410; callers relist on both.
+        is a Status with code 410; callers relist on both. A dropped connection is an ApiError (status 0).
         """
-        response = self._send(
-            "GET",
-            resource.path(namespace),
-            query={
-                "watch": "true",
-                "resourceVersion": resource_version,
-                "labelSelector": label_selector,
-                "timeoutSeconds": timeout_seconds,
-                "allowWatchBookmarks": "true",
-            },
-            timeout=(10, timeout_seconds + 30),
+        yield from self.open_watch(
+            resource,
+            namespace,
+            resource_version=resource_version,
+            label_selector=label_selector,
+            timeout_seconds=timeout_seconds,
         )
-        if not 200 <= response.status < 300:
-            raise _error_from(response.status, response.read())
-        try:
-            for line in iter_resp_lines(response.response):
-                if line:
-                    event = json.loads(line)
-                    yield event["type"], event["object"]
-        finally:
-            response.response.release_conn()
 
     def open_watch(
         self,

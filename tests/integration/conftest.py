@@ -21,6 +21,7 @@ from tests.harness.controlplane import Cluster, ControlPlaneError, start_cluster
 from tests.harness.crds import CrdInstallError, crd_files
 from tests.harness.namespaces import namespace_for_test
 from tests.harness.versions import BUILD_COMMAND, BinaryDirs, HarnessSetupError, binary_dirs
+from tests.integration.steps_support import NodeSet
 
 HERE = Path(__file__).resolve().parent
 
@@ -81,3 +82,13 @@ def namespace(control_plane: Cluster, request: pytest.FixtureRequest) -> Iterato
     """
     with control_plane.api_client() as api, namespace_for_test(api, request.node.nodeid) as name:
         yield name
+
+
+@pytest.fixture
+def nodes(kube: KubeClient, namespace: str) -> Iterator[NodeSet]:
+    """Nodes a test creates (they are cluster-scoped, so the namespace does not take them): deleted after it."""
+    node_set = NodeSet(kube, namespace)
+    try:
+        yield node_set
+    finally:
+        node_set.delete_all()

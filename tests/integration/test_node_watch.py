@@ -77,15 +77,6 @@ def kube(control_plane: Cluster) -> KubeClient:
     return connect(str(control_plane.kubeconfig)).with_backoff(Backoff(sleep=_no_wait))
 
 
-@pytest.fixture
-def nodes(kube: KubeClient, namespace: str) -> Iterator[NodeSet]:
-    node_set = NodeSet(kube, namespace)
-    try:
-        yield node_set
-    finally:
-        node_set.delete_all()
-
-
 def wait_for(condition: Callable[[], bool], what: str) -> None:
     deadline = time.monotonic() + WAIT_SECONDS
     while not condition():

@@ -8,10 +8,8 @@ targets exactly that (see steps_support); a Node under another value must not ap
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner, Result
 
 from nvcre_argo.cli.main import cli
@@ -26,15 +24,6 @@ NO_CLUSTER_ENV: dict[str, str | None] = {
     "KUBERNETES_SERVICE_HOST": None,
     "KUBERNETES_SERVICE_PORT": None,
 }
-
-
-@pytest.fixture
-def nodes(kube: KubeClient, namespace: str) -> Iterator[NodeSet]:
-    node_set = NodeSet(kube, namespace)
-    try:
-        yield node_set
-    finally:
-        node_set.delete_all()
 
 
 def write_certification(directory: Path, selector: str) -> Path:
