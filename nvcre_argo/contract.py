@@ -28,6 +28,12 @@ TEMPLATE_PLAN = "plan"
 TEMPLATE_RUN_GROUP = "run-group"
 TEMPLATE_RECORD = "record"
 TEMPLATE_CLEANUP = "cleanup"
+# `testScale: diagnose` (communication entries): plan -> rounds -> record, where `rounds` is
+# plan-round -> run-group x N -> rounds again (Argo recursion) until plan-round finds nothing left to test.
+TEMPLATE_DIAGNOSE = "diagnose"
+TEMPLATE_ROUNDS = "rounds"
+TEMPLATE_PLAN_ROUND = "plan-round"
+PARAM_ROUND = "round"
 
 # Templates inside the certification (parent) Workflow.
 TEMPLATE_CERTIFICATION = "certification"
@@ -50,6 +56,11 @@ GROUPS_FILE = f"{OUTPUT_DIR}/groups.json"
 OVERFLOW_GROUPS_FILE = f"{OUTPUT_DIR}/overflow-groups.json"
 FAILED_NODES_REF_FILE = f"{OUTPUT_DIR}/failed-nodes-ref"
 SUCCEEDED_NODES_REF_FILE = f"{OUTPUT_DIR}/succeeded-nodes-ref"
+# plan-round: whether the isolation is done, and the number of the round after this one.
+OUTPUT_DONE = "done"
+OUTPUT_NEXT_ROUND = "next-round"
+DONE_FILE = f"{OUTPUT_DIR}/done"
+NEXT_ROUND_FILE = f"{OUTPUT_DIR}/next-round"
 # A category step of the certification Workflow: its category Workflow, its verdict, how many nodes failed.
 OUTPUT_CATEGORY_WORKFLOW = "workflow"
 OUTPUT_VERDICT = "verdict"
@@ -69,6 +80,7 @@ ENV_WORKFLOW_UID = "NVCRE_WORKFLOW_UID"
 ENV_NAMESPACE = "NVCRE_NAMESPACE"
 ENV_GROUP = "NVCRE_GROUP"
 ENV_ITERATION = "NVCRE_ITERATION"
+ENV_ROUND = "NVCRE_ROUND"
 ENV_STATUSES = "NVCRE_CATEGORY_STATUSES"
 # A category step of the certification Workflow: the category Workflow to start (JSON) and its key.
 ENV_CATEGORY_WORKFLOW = "NVCRE_CATEGORY_WORKFLOW"

@@ -16,6 +16,9 @@ NVSentinel's certification monitor) read these ConfigMaps, so ours must decode t
 Gzip is at best compression with a zero timestamp and no file name, so the same nodes always give the same
 bytes (a re-run of the record step writes an identical object and the update is a no-op).
 
+A diagnose category's failed-nodes ConfigMap also holds `binaryData["diagnose.json.gz"]`, its isolation
+summary (`DiagnoseRecord`: rounds, jobs, faults between domains, untested nodes, each round's groups).
+
 Each node group's result is `binaryData["result.json.gz"]` of a ConfigMap labelled
 `nvcre.nvidia.com/record=group-result` (one per group, rewritten after every iteration): gzip (deterministic)
 of compact JSON `{"group", "nodes", "attempt", "iterations": [{"iteration", "trainjob", "succeeded",
@@ -51,6 +54,7 @@ FAILED_NODES_KEY: Final = "failed-nodes.json.gz"
 SUCCEEDED_NODES_KEY: Final = "succeeded-nodes.csv.gz"
 GROUP_RESULT_KEY: Final = "result.json.gz"
 LEGACY_GROUP_RESULT_KEY: Final = "result.json"  # plain JSON in `data`, as written before compression
+DIAGNOSE_KEY: Final = "diagnose.json.gz"
 # Values of the `nvcre.nvidia.com/record` label: which kind of record a step's ConfigMap holds.
 RECORD_PLAN: Final = "plan"
 RECORD_GROUP_RESULT: Final = "group-result"
@@ -125,11 +129,48 @@ def failed_nodes_configmap_manifest(
     nodes: Iterable[FailedNode],
     owner_references: Sequence[Mapping[str, Any]] = (),
     labels: Mapping[str, str] | None = None,
+    *,
+    diagnose: DiagnoseRecord | None = None,
 ) -> dict[str, Any]:
-    """The failed-nodes ConfigMap manifest (`failed-nodes-<uid8>` in the reference's naming)."""
-    return _configmap(
+    """The failed-nodes ConfigMap manifest (`failed-nodes-<uid8>` in the reference's naming); a diagnose
+    category's also carries its isolation summary under a key of its own (readers of the reference's key are
+    unaffected)."""
+    manifest = _configmap(
         name, namespace, FAILED_NODES_KEY, encode_failed_nodes(nodes), owner_references=owner_references, labels=labels
     )
+    if diagnose is not None:
+        manifest["binaryData"] |= diagnose_binary_data(diagnose)
+    return manifest
+
+
+def diagnose_binary_data(record: DiagnoseRecord) -> dict[str, str]:
+    """The extra `binaryData` a diagnose category's failed-nodes ConfigMap carries (see `DiagnoseRecord`)."""
+    payload = json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
+    return {DIAGNOSE_KEY: base64_text(gzip_bytes(payload))}
+
+
+def read_diagnose(configmap: Mapping[str, Any]) -> DiagnoseRecord | None:
+    """The isolation summary of a diagnose category's failed-nodes ConfigMap; None for any other category."""
+    data = configmap_binary(configmap, DIAGNOSE_KEY)
+    if data is None:
+        return None
+    try:
+        document = json.loads(_gunzip(data, DIAGNOSE_KEY).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ResultsError(f"{DIAGNOSE_KEY}: not a JSON document: {error}") from None
+    document = _expect(document, dict, DIAGNOSE_KEY)
+    for key, kind in _DIAGNOSE_FIELDS.items():
+        _expect(document.get(key), kind, f"{DIAGNOSE_KEY}.{key}")
+    for index, fault in enumerate(document["infrastructureFaults"]):
+        where = f"{DIAGNOSE_KEY}.infrastructureFaults[{index}]"
+        for key, kind in (("domain", str), ("groupA", list), ("groupB", list), ("stage", str)):
+            _expect(_expect(fault, dict, where).get(key), kind, f"{where}.{key}")
+    for index, item in enumerate(document["untested"]):
+        where = f"{DIAGNOSE_KEY}.untested[{index}]"
+        for key in ("node", "reason"):
+            _expect(_expect(item, dict, where).get(key), str, f"{where}.{key}")
+    record: DiagnoseRecord = document  # checked field by field above
+    return record
 
 
 def succeeded_nodes_configmap_manifest(
@@ -171,6 +212,56 @@ def read_succeeded_nodes(configmap: Mapping[str, Any]) -> list[str]:
     """The node names of a succeeded-nodes ConfigMap (none when the key is absent)."""
     data = configmap_binary(configmap, SUCCEEDED_NODES_KEY)
     return decode_succeeded_nodes(data) if data is not None else []
+
+
+class InfrastructureFaultRecord(TypedDict):
+    domain: str  # a domain, or "<a>|<b>" for the link between two domains
+    groupA: list[str]
+    groupB: list[str]
+    stage: str
+
+
+class UntestedRecord(TypedDict):
+    node: str
+    reason: str
+
+
+class RoundGroupRecord(TypedDict):
+    name: str
+    stage: str
+    nodes: int
+    outcome: str  # passed | failed | below-threshold
+
+
+class RoundRecord(TypedDict):
+    round: int
+    groups: list[RoundGroupRecord]
+
+
+class DiagnoseRecord(TypedDict):
+    """A diagnose category's isolation summary (`diagnose.json.gz` in its failed-nodes ConfigMap): what no
+    failed-node list can say (faults between domains, nodes left untested) and how the rounds went."""
+
+    rounds: int
+    jobs: int
+    nodeJobs: int
+    faulty: list[str]
+    healthy: int
+    infrastructureFaults: list[InfrastructureFaultRecord]
+    untested: list[UntestedRecord]
+    history: list[RoundRecord]
+
+
+_DIAGNOSE_FIELDS: Final[Mapping[str, type]] = {
+    "rounds": int,
+    "jobs": int,
+    "nodeJobs": int,
+    "faulty": list,
+    "healthy": int,
+    "infrastructureFaults": list,
+    "untested": list,
+    "history": list,
+}
 
 
 class FailedNodeRecord(TypedDict):

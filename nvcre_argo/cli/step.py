@@ -25,10 +25,11 @@ from nvcre_argo.steps.children import Parent, follow_child, stop_children, stop_
 from nvcre_argo.steps.cleanup import cleanup_step
 from nvcre_argo.steps.context import StepContext, parse_category
 from nvcre_argo.steps.deadline import set_category_deadline
+from nvcre_argo.steps.diagnosing import plan_round_step
 from nvcre_argo.steps.group_summary import failed_node_count, failure_summary, measurement_text
 from nvcre_argo.steps.measurements import measure_log
 from nvcre_argo.steps.planning import load_plan, plan_step
-from nvcre_argo.steps.recording import record_step
+from nvcre_argo.steps.recording import read_group_results, record_step
 from nvcre_argo.steps.running import RunSettings, run_group
 from nvcre_argo.steps.verdict import parse_statuses
 from nvcre_argo.yamlio import load_yaml_mapping
@@ -94,6 +95,27 @@ def plan_command(ctx: click.Context) -> None:
     set_category_deadline(kube, context, plan, report=click.echo)
     _write_output(contract.GROUPS_FILE, json.dumps(plan.withparam_items(overflow=False)))
     _write_output(contract.OVERFLOW_GROUPS_FILE, json.dumps(plan.withparam_items(overflow=True)))
+
+
+@step_group.command("plan-round")
+@click.pass_context
+def plan_round_command(ctx: click.Context) -> None:
+    """Plan the next isolation round of a diagnose category (or find that none is left)."""
+    context = _context()
+    kube = _kube(ctx)
+    number_text = _require(contract.ENV_ROUND)
+    if not number_text.isdigit() or int(number_text) < 1:
+        _fail_with(f"{contract.ENV_ROUND} must be a round number (1, 2, ...), got {number_text!r}")
+    try:
+        decision = plan_round_step(
+            kube, context, int(number_text), read_group_results(kube, context), report=click.echo
+        )
+    except (LookupError, PlanError) as error:
+        click.echo(f"error: {error}", err=True)
+        _fail_with(str(error))
+    _write_output(contract.GROUPS_FILE, json.dumps(list(decision.groups)))
+    _write_output(contract.DONE_FILE, "true" if decision.done else "false")
+    _write_output(contract.NEXT_ROUND_FILE, str(decision.number + 1))
 
 
 @step_group.command("run")

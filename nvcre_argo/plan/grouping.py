@@ -18,7 +18,7 @@ In order of precedence:
 - otherwise (`full-scale`, the default): one group of every node.
 
 `testScale` applies to non-training entries only (the reference: "communication entries only"); `diagnose`
-(adaptive fault isolation) is not planned here and is reported as an error rather than silently degraded.
+(adaptive fault isolation) has no fixed groups: its rounds are planned at run time (`isolation_of`).
 Group names are `g0`, `g1`, ... (DNS-label safe); nodes inside a group are sorted by name.
 """
 
@@ -26,12 +26,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nvcre_argo.plan.model import NodeGroup, PlanError
+from nvcre_argo.plan.isolation import assign_domains
+from nvcre_argo.plan.model import Isolation, NodeGroup, PlanError
 from nvcre_argo.plan.nodes import Node, clique_of, node_name
 from nvcre_argo.resolve.category import ResolvedCategory
 from nvcre_argo.resolve.values import GpuValues
 
 OVERFLOW_SUFFIX = "-overflow"
+DEFAULT_MIN_GROUP_SIZE = 2
 
 
 def group_nodes(nodes: Sequence[Node], category: ResolvedCategory, gpu: GpuValues) -> tuple[NodeGroup, ...]:
@@ -49,7 +51,7 @@ def group_nodes(nodes: Sequence[Node], category: ResolvedCategory, gpu: GpuValue
     if scale == "intra-rack":
         return group_by_domain(names, domains)
     if scale == "diagnose":
-        raise PlanError("testScale diagnose (adaptive fault isolation) is not supported; use intra-rack or full-scale")
+        raise PlanError("testScale diagnose plans its groups round by round (see isolation_of), not here")
     if entry.training:
         size = options.nodes_per_job or training_group_size(len(names), gpu, entry.defaults.min_gpus)
         check_training_group(min(size, len(names)), gpu, entry.defaults.min_gpus)
@@ -57,6 +59,21 @@ def group_nodes(nodes: Sequence[Node], category: ResolvedCategory, gpu: GpuValue
     if options.nodes_per_job:
         return chunk_nodes(names, domains, options.nodes_per_job)
     return (NodeGroup("g0", tuple(names), domain=_common_domain(names, domains)),)
+
+
+def is_diagnose(category: ResolvedCategory) -> bool:
+    """Whether the category isolates faults round by round (`testScale: diagnose`, non-training entries)."""
+    return not category.entry.training and category.options.test_scale == "diagnose"
+
+
+def isolation_of(nodes: Sequence[Node], category: ResolvedCategory) -> Isolation:
+    """What a diagnose category's rounds are planned from: each eligible node's NVLink domain (ceil(sqrt(N))
+    chunks when no node has one) and `minGroupSize` (default 2)."""
+    if category.options.placement == "Unpinned":
+        raise PlanError("placement Unpinned cannot be combined with testScale diagnose")
+    candidates = assign_domains({node_name(node): clique_of(node) for node in nodes})
+    minimum = category.options.min_group_size or DEFAULT_MIN_GROUP_SIZE
+    return Isolation(domains=tuple((c.node, c.domain) for c in candidates), min_group_size=minimum)
 
 
 def _unpinned_group(count: int, category: ResolvedCategory, gpu: GpuValues, scale: str | None) -> NodeGroup:

@@ -39,7 +39,9 @@ class NodeGroup:
     `overflow` groups borrow nodes that also belong to an earlier group (so every node is tested with a full
     group size) and must run after the groups they borrow from. `domain` is the group's topology domain
     (`nvidia.com/gpu.clique`) when all its nodes share one, else None. `pinned` is False only for
-    `placement: Unpinned`, where `nodes` sizes the job but the scheduler picks the real nodes.
+    `placement: Unpinned`, where `nodes` sizes the job but the scheduler picks the real nodes. Under
+    `testScale: diagnose` groups are planned round by round: `round` (1-based) and `stage` (the isolation
+    stage that asked for the group) are set, and None for every other group.
     """
 
     name: str
@@ -47,6 +49,17 @@ class NodeGroup:
     overflow: bool = False
     domain: str | None = None
     pinned: bool = True
+    round: int | None = None
+    stage: str | None = None
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """What `testScale: diagnose` plans its rounds from: every eligible node's topology domain (its NVLink
+    clique, or a ceil(sqrt(N)) chunk without one) and where splitting stops (`minGroupSize`)."""
+
+    domains: tuple[tuple[str, str], ...]
+    min_group_size: int
 
 
 @dataclass(frozen=True)
@@ -58,6 +71,7 @@ class Plan:
     candidates: tuple[str, ...]
     excluded: tuple[Exclusion, ...]
     groups: tuple[NodeGroup, ...]
+    isolation: Isolation | None = None
 
     @property
     def eligible(self) -> tuple[str, ...]:
@@ -71,6 +85,10 @@ class Plan:
         (`overflow=False`) or only the overflow (`overflow=True`) groups, for a second fan-out."""
         return [group.name for group in self.groups if overflow is None or group.overflow == overflow]
 
+    def round_groups(self, number: int) -> tuple[NodeGroup, ...]:
+        """The groups of isolation round `number` (none before that round was planned)."""
+        return tuple(group for group in self.groups if group.round == number)
+
     def group(self, name: str) -> NodeGroup:
         """The group of that name; PlanError when the plan has none (a run step of another plan)."""
         for group in self.groups:
@@ -79,21 +97,17 @@ class Plan:
         raise PlanError(f"the plan has no group {name!r}; its groups: {', '.join(self.withparam_items()) or 'none'}")
 
     def to_json(self) -> str:
-        document = {
+        document: dict[str, Any] = {
             "architecture": self.architecture,
             "candidates": list(self.candidates),
             "excluded": [{"node": item.node, "reason": item.reason, "message": item.message} for item in self.excluded],
-            "groups": [
-                {
-                    "name": group.name,
-                    "nodes": list(group.nodes),
-                    "overflow": group.overflow,
-                    "domain": group.domain,
-                    "pinned": group.pinned,
-                }
-                for group in self.groups
-            ],
+            "groups": [_group_document(group) for group in self.groups],
         }
+        if self.isolation is not None:
+            document["isolation"] = {
+                "domains": dict(self.isolation.domains),
+                "minGroupSize": self.isolation.min_group_size,
+            }
         return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
     @classmethod
@@ -109,7 +123,30 @@ class Plan:
             candidates=tuple(reader.str_list("candidates")),
             excluded=tuple(_read_exclusion(item) for item in reader.object_list("excluded")),
             groups=tuple(_read_group(item) for item in reader.object_list("groups")),
+            isolation=_read_isolation(reader.optional_object("isolation")),
         )
+
+
+def _group_document(group: NodeGroup) -> dict[str, Any]:
+    """A group's JSON; the isolation fields only where set, so other plans keep their exact bytes."""
+    document: dict[str, Any] = {
+        "name": group.name,
+        "nodes": list(group.nodes),
+        "overflow": group.overflow,
+        "domain": group.domain,
+        "pinned": group.pinned,
+    }
+    if group.round is not None:
+        document["round"] = group.round
+        document["stage"] = group.stage
+    return document
+
+
+def _read_isolation(reader: _Reader | None) -> Isolation | None:
+    if reader is None:
+        return None
+    domains = reader.str_map("domains")
+    return Isolation(domains=tuple(sorted(domains.items())), min_group_size=reader.integer("minGroupSize"))
 
 
 def _read_exclusion(reader: _Reader) -> Exclusion:
@@ -126,6 +163,8 @@ def _read_group(reader: _Reader) -> NodeGroup:
         overflow=reader.boolean("overflow"),
         domain=reader.optional_str("domain"),
         pinned=reader.boolean("pinned"),
+        round=reader.integer("round") if reader.has("round") else None,
+        stage=reader.optional_str("stage") if reader.has("round") else None,
     )
 
 
@@ -155,6 +194,26 @@ class _Reader:
 
     def boolean(self, key: str) -> bool:
         return bool(self._get(key, bool, "a boolean"))
+
+    def has(self, key: str) -> bool:
+        return key in self.value
+
+    def integer(self, key: str) -> int:
+        item = self._get(key, int, "an integer")
+        if isinstance(item, bool):
+            raise PlanError(f"{self.where}.{key}: expected an integer, got bool")
+        return int(item)
+
+    def optional_object(self, key: str) -> _Reader | None:
+        """The object at `key`, or None when the key is absent (plans that do not need it leave it out)."""
+        return _Reader(self.value[key], f"{self.where}.{key}") if key in self.value else None
+
+    def str_map(self, key: str) -> dict[str, str]:
+        items = self._get(key, dict, "an object")
+        for name, item in items.items():
+            if not isinstance(item, str):
+                raise PlanError(f"{self.where}.{key}[{name!r}]: expected a string, got {type(item).__name__}")
+        return dict(items)
 
     def str_list(self, key: str) -> list[str]:
         items = self._get(key, list, "a list")

@@ -27,6 +27,7 @@ from typing import Any
 from nvcre_argo.plan.model import Exclusion, NodeGroup, Plan, PlanError
 from nvcre_argo.plan.nodes import Node
 from nvcre_argo.plan.planner import plan_category
+from nvcre_argo.plan.rounds import with_first_round
 from nvcre_argo.resolve.category import ResolvedCategory
 from nvcre_argo.resolve.duration import duration_seconds
 from nvcre_argo.resolve.values import gpu_values
@@ -109,7 +110,7 @@ def preview_certification(
 def preview_category(category: ResolvedCategory, nodes: Sequence[Node]) -> CategoryPreview:
     """One category's plan (by the plan step's planner), its TrainJobs and their GPU-hours."""
     try:
-        plan = plan_category(nodes, category)
+        plan = with_first_round(plan_category(nodes, category))
     except PlanError as error:
         return CategoryPreview(category, None, str(error), None, (), None)
     gpus_per_node = gpu_values(category, plan.architecture).gpus_per_node

@@ -41,6 +41,14 @@ def _category_lines(item: CategoryPreview) -> list[str]:
             _row("excluded" if number == 0 else "", f"{exclusion.node}: {exclusion.reason}: {exclusion.message}")
         )
     lines.append(_row("GPUs", f"architecture {plan.architecture or 'unknown'}, {item.gpus_per_node} per node"))
+    if plan.isolation is not None:
+        lines.append(
+            _row(
+                "isolation",
+                f"testScale diagnose over {len({d for _, d in plan.isolation.domains})} domain(s), minGroupSize "
+                f"{plan.isolation.min_group_size}: round 1 below; later rounds split what fails (none if all pass)",
+            )
+        )
     lines.append(_row("groups", str(len(plan.groups))))
     lines += [_row("", _group_text(group, item)) for group in plan.groups]
     lines.append(_row("TrainJobs", _trainjobs_text(item)))

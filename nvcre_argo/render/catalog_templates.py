@@ -17,7 +17,7 @@ from nvcre_argo.contract import category_template_name
 from nvcre_argo.errors import CompileError
 from nvcre_argo.render.category_template import build_category_template
 from nvcre_argo.render.certification_workflow import category_arguments
-from nvcre_argo.resolve.category import resolve_certification
+from nvcre_argo.resolve.category import resolve_certification, supports_diagnose
 
 DEFAULT_TARGET = {"nodeSelector": {"nvidia.com/gpu.present": "true"}}
 
@@ -48,5 +48,6 @@ def build_catalog_templates(catalog: Catalog, *, step_image: str) -> dict[str, d
             description=entry.description,
             default_category=category_arguments(resolved[0]),
             step_image=step_image,
+            diagnose=supports_diagnose(entry),
         )
     return templates

@@ -3,6 +3,10 @@
     plan ──▶ run-group x N (withParam: the group names) ──▶ run-group x M (the overflow groups) ──▶ record
     onExit: cleanup
 
+Communication entries also have a `diagnose` entrypoint (`testScale: diagnose`, adaptive fault isolation):
+
+    plan ──▶ rounds(1) ──▶ record,   rounds(n) = plan-round ──▶ run-group x N ──▶ rounds(n+1) until done
+
 Every step is `nvcre-argo step <name>` in the package's own image, as a non-root user, reading the resolved
 category from the `category` parameter (JSON) through its environment, never through shell text. Group
 concurrency (`maxConcurrent`) is the child Workflow's `spec.parallelism`, set by the certification Workflow,
@@ -16,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hera.workflows import Container, Parameter, Steps, WorkflowTemplate
+from hera.workflows import Container, Parameter, Step, Steps, WorkflowTemplate
 from hera.workflows import models as m
 
 from nvcre_argo import __version__, contract
@@ -86,10 +90,53 @@ def pod_security_context() -> m.PodSecurityContext:
     )
 
 
+def _diagnose_templates(step_image: str, retry_on_error: m.RetryStrategy, run_group: Container) -> None:
+    """The isolation round loop: `plan-round` -> its groups -> `rounds` again, until plan-round says done.
+
+    Argo recursion, so every round is a nested node in the UI (the groups are named `r<round>-g<i>`); the
+    depth is bounded by the planner's round limit, after which plan-round always says done."""
+    round_input = f"{{{{inputs.parameters.{contract.PARAM_ROUND}}}}}"
+    plan_round = _step(
+        contract.TEMPLATE_PLAN_ROUND,
+        step_image,
+        ["plan-round"],
+        retry_strategy=retry_on_error,
+        inputs=[Parameter(name=contract.PARAM_ROUND)],
+        env=_step_env(m.EnvVar(name=contract.ENV_ROUND, value=round_input)),
+        outputs=[
+            Parameter(name=contract.OUTPUT_GROUPS, value_from=m.ValueFrom(path=contract.GROUPS_FILE)),
+            Parameter(name=contract.OUTPUT_DONE, value_from=m.ValueFrom(path=contract.DONE_FILE)),
+            Parameter(name=contract.OUTPUT_NEXT_ROUND, value_from=m.ValueFrom(path=contract.NEXT_ROUND_FILE)),
+        ],
+    )
+    decided = f"steps.{contract.TEMPLATE_PLAN_ROUND}.outputs.parameters"
+    go_on = f"{{{{{decided}.{contract.OUTPUT_DONE}}}}} == false"
+    with Steps(name=contract.TEMPLATE_ROUNDS, inputs=[Parameter(name=contract.PARAM_ROUND)]):
+        plan_round(
+            name=contract.TEMPLATE_PLAN_ROUND, arguments=[Parameter(name=contract.PARAM_ROUND, value=round_input)]
+        )
+        run_group(
+            name="group",
+            with_param=f"{{{{{decided}.{contract.OUTPUT_GROUPS}}}}}",
+            arguments=[Parameter(name="group", value="{{item}}")],
+            when=go_on,
+            # A failed group is what isolation learns from, never the end of the loop.
+            continue_on=m.ContinueOn(failed=True, error=True),
+        )
+        Step(
+            name="next-round",
+            template=contract.TEMPLATE_ROUNDS,
+            arguments=[Parameter(name=contract.PARAM_ROUND, value=f"{{{{{decided}.{contract.OUTPUT_NEXT_ROUND}}}}}")],
+            when=go_on,
+        )
+
+
 def build_category_template(
-    *, domain: str, variant: str, description: str, default_category: str, step_image: str
+    *, domain: str, variant: str, description: str, default_category: str, step_image: str, diagnose: bool = False
 ) -> dict[str, Any]:
-    """The WorkflowTemplate for one catalog entry; `default_category` is its resolved JSON for the UI."""
+    """The WorkflowTemplate for one catalog entry; `default_category` is its resolved JSON for the UI.
+    `diagnose`: the entry supports `testScale: diagnose`, so the template also has the round loop (a
+    category Workflow compiled with it starts at the `diagnose` entrypoint)."""
     name = contract.category_template_name(domain, variant)
     retry_on_error = m.RetryStrategy(limit="2", retry_policy="OnError")
     with WorkflowTemplate(
@@ -191,5 +238,15 @@ def build_category_template(
                     continue_on=m.ContinueOn(failed=True, error=True),
                 )
             record(name=contract.TEMPLATE_RECORD)
+        if diagnose:
+            _diagnose_templates(step_image, retry_on_error, run_group)
+            with Steps(name=contract.TEMPLATE_DIAGNOSE):
+                plan(name=contract.TEMPLATE_PLAN)
+                Step(
+                    name="round",
+                    template=contract.TEMPLATE_ROUNDS,
+                    arguments=[Parameter(name=contract.PARAM_ROUND, value="1")],
+                )
+                record(name=contract.TEMPLATE_RECORD)
     result: dict[str, Any] = template.to_dict()
     return result

@@ -39,6 +39,7 @@ from nvcre_argo.names import (
     category_step_names,
     certification_workflow_prefix,
 )
+from nvcre_argo.plan.grouping import is_diagnose
 from nvcre_argo.render.category_template import (
     LABEL_VERSION,
     STEP_RESOURCES,
@@ -117,6 +118,8 @@ def category_workflow_manifest(
         },
         "podSpecPatch": json.dumps({"containers": [{"name": "main", "image": step_image}]}, separators=(",", ":")),
     }
+    if is_diagnose(category):
+        spec["entrypoint"] = contract.TEMPLATE_DIAGNOSE
     if category.options.max_concurrent:
         spec["parallelism"] = category.options.max_concurrent
     if target.category_deadline_seconds:

@@ -23,6 +23,7 @@ from nvcre_argo.resolve.options import EffectiveOptions, merge_options
 from nvcre_argo.resolve.thresholds import resolve_thresholds
 from nvcre_argo.resolve.unimplemented import unimplemented_option_errors
 
+DIAGNOSE_DOMAIN = "communication"
 DEFAULT_LIMITS = {"cpu": "128", "memory": "800Gi"}
 DEFAULT_REQUESTS = {"cpu": "64", "memory": "500Gi"}
 
@@ -174,6 +175,11 @@ def _resolve_resources(
     return ResolvedResources(limits=limits, requests=requests), errors
 
 
+def supports_diagnose(entry: CatalogEntry) -> bool:
+    """Adaptive fault isolation screens multi-node collectives: communication entries that are not per-node."""
+    return entry.domain == DIAGNOSE_DOMAIN and entry.grouping != "per-node"
+
+
 def _placement_errors(effective: EffectiveOptions, entry: CatalogEntry, index: int) -> list[FieldError]:
     """Grouping choices that can be refused before any node is looked at (the plan step would refuse them
     too, hours later, after the categories before it ran).
@@ -182,12 +188,13 @@ def _placement_errors(effective: EffectiveOptions, entry: CatalogEntry, index: i
     it, as the reference does: a global placement is fine for a category that sets its own nodesPerJob, so
     the category is what needs fixing, not the placement."""
     options, errors = effective.options, []
-    if options.test_scale == "diagnose":
+    if options.test_scale == "diagnose" and not supports_diagnose(entry):
         errors.append(
             FieldError(
                 effective.origin("test_scale"),
                 "unsupported",
-                "testScale diagnose (adaptive fault isolation) is not supported yet; use intra-rack or full-scale",
+                f"{entry.key}: testScale diagnose (adaptive fault isolation) needs a multi-node communication "
+                "entry; this one tests nodes one by one or is not a collective",
             )
         )
     if options.placement == "Unpinned":
@@ -204,7 +211,7 @@ def _placement_errors(effective: EffectiveOptions, entry: CatalogEntry, index: i
             f"{entry.key}, which runs one node per group"
             if entry.grouping == "per-node"
             else f"testScale {options.test_scale}"
-            if options.test_scale in ("intra-node", "intra-rack")
+            if options.test_scale in ("intra-node", "intra-rack", "diagnose")
             else None
         )
         if grouped:

@@ -44,9 +44,6 @@ UNIMPLEMENTED_OPTIONS: Mapping[str, _Unimplemented] = MappingProxyType(
         "storage_size": _Unimplemented(_CHECKPOINT_PVC),
         "save_top_k": _Unimplemented("checkpoints are not kept (no checkpoint PVC is created); remove it"),
         "max_restarts": _Unimplemented("a failed job is never restarted from a checkpoint; remove it"),
-        "min_group_size": _Unimplemented(
-            "it sizes testScale diagnose (adaptive fault isolation), which is not supported yet; remove it"
-        ),
         "measurement_timeout": _Unimplemented(
             "the measurement is read once, from the finished workload's log, with no wait; remove it"
         ),

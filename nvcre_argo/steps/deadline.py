@@ -10,6 +10,7 @@ still deletes the TrainJobs). A deadline already on the Workflow (compiled with 
 Bound: groups run in waves of `maxConcurrent` (regular and overflow groups in separate fan-outs), each group
 `repeatCount` iterations, each iteration at most `timeoutPerJob` blocked plus `timeoutPerJob` running, plus a
 per-iteration allowance for pod start-up and polling, plus a fixed allowance for plan, record and cleanup.
+A diagnose category bounds its rounds by the isolation planner's round limit.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Callable
 
 from nvcre_argo.kube.client import KubeClient
 from nvcre_argo.kube.resources import WORKFLOWS
+from nvcre_argo.plan.isolation.model import DEFAULT_SETTINGS
 from nvcre_argo.plan.model import Plan
 from nvcre_argo.resolve.category import ResolvedCategory
 from nvcre_argo.resolve.duration import duration_seconds
@@ -36,10 +38,16 @@ def _waves(groups: int, max_concurrent: int | None) -> int:
 
 def category_deadline_seconds(plan: Plan, category: ResolvedCategory) -> int:
     """The longest a category Workflow running `plan` may take when every step does its job."""
-    regular = sum(1 for group in plan.groups if not group.overflow)
-    overflow = len(plan.groups) - regular
     limit = category.options.max_concurrent
-    waves = _waves(regular, limit) + _waves(overflow, limit)
+    if plan.isolation is not None:
+        # Rounds are planned as results arrive: bound them by the planner's round limit, each round by its
+        # largest possible fan-out (every node in a group of minGroupSize).
+        largest_round = math.ceil(len(plan.isolation.domains) / plan.isolation.min_group_size)
+        waves = DEFAULT_SETTINGS.max_rounds * _waves(largest_round, limit)
+    else:
+        regular = sum(1 for group in plan.groups if not group.overflow)
+        overflow = len(plan.groups) - regular
+        waves = _waves(regular, limit) + _waves(overflow, limit)
     iteration = 2 * duration_seconds(category.timeout_per_job) + ITERATION_ALLOWANCE_S
     return WORKFLOW_ALLOWANCE_S + waves * (category.options.repeat_count or 1) * iteration
 

@@ -52,9 +52,14 @@ def plan_step(
     )
     kube.create_if_absent(runtime)
     kube.create_or_replace(plan_configmap(context, plan))
+    grouping = (
+        f"{len({domain for _, domain in plan.isolation.domains})} domain(s) to isolate faults in, round by round"
+        if plan.isolation is not None
+        else f"{len(plan.groups)} group(s)"
+    )
     report(
         f"{context.category.domain}/{context.category.variant}: {len(plan.candidates)} node(s), "
-        f"{len(plan.excluded)} excluded, {len(plan.groups)} group(s), GPU architecture "
+        f"{len(plan.excluded)} excluded, {grouping}, GPU architecture "
         f"{plan.architecture or 'unknown'} ({gpu.gpus_per_node} GPUs per node)"
     )
     for exclusion in plan.excluded:

@@ -24,15 +24,19 @@ from typing import Any
 from nvcre_argo.kube.client import KubeClient
 from nvcre_argo.kube.resources import CONFIGMAPS, WORKFLOWS
 from nvcre_argo.names import LABEL_RECORD, LABEL_WORKFLOW, failed_nodes_configmap, succeeded_nodes_configmap
+from nvcre_argo.plan.model import Plan
 from nvcre_argo.results import (
     RECORD_GROUP_RESULT,
     WORKLOAD_FAILED,
+    DiagnoseRecord,
     FailedNode,
+    GroupResultRecord,
     failed_nodes_configmap_manifest,
     read_group_result,
     succeeded_nodes_configmap_manifest,
 )
 from nvcre_argo.steps.context import StepContext
+from nvcre_argo.steps.diagnosing import diagnose_outcome
 from nvcre_argo.steps.planning import load_plan
 
 
@@ -42,12 +46,13 @@ class RecordOutcome:
     succeeded_nodes_ref: str
     failed: list[FailedNode]
     succeeded: list[str]
-    # Groups that did not pass although no node of theirs is blamed (e.g. an unreadable measurement).
-    unpassed_groups: list[str] = field(default_factory=list)
+    # Why the category did not pass beyond its failed nodes: groups that did not pass with no node to blame
+    # (e.g. an unreadable measurement), faults between domains, nodes a diagnose run left untested.
+    findings: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
-        return not self.failed and not self.unpassed_groups
+        return not self.failed and not self.findings
 
     def summary(self) -> str:
         """One line for a failed category: who failed and why, or which groups could not pass."""
@@ -55,8 +60,7 @@ class RecordOutcome:
         if self.failed:
             names = sorted({node.name for node in self.failed})
             parts.append(f"{len(names)} node(s) failed: {', '.join(names)}")
-        if self.unpassed_groups:
-            parts.append(f"group(s) {', '.join(self.unpassed_groups)} did not pass with no node to blame")
+        parts += self.findings
         return "; ".join(parts) or "passed"
 
 
@@ -79,11 +83,30 @@ def result_owners(kube: KubeClient, context: StepContext) -> list[dict[str, Any]
     return []
 
 
-def record_step(kube: KubeClient, context: StepContext, *, report: Callable[[str], None] = print) -> RecordOutcome:
-    plan = load_plan(kube, context)
+def read_group_results(kube: KubeClient, context: StepContext) -> dict[str, GroupResultRecord]:
+    """Every group result this Workflow's run steps left, by group name (one list request)."""
     selector = f"{LABEL_WORKFLOW}={context.workflow_name},{LABEL_RECORD}={RECORD_GROUP_RESULT}"
     configmaps, _ = kube.list(CONFIGMAPS, context.namespace, label_selector=selector)
-    results = {result["group"]: result for result in (read_group_result(cm) for cm in configmaps)}
+    return {result["group"]: result for result in (read_group_result(cm) for cm in configmaps)}
+
+
+def record_step(kube: KubeClient, context: StepContext, *, report: Callable[[str], None] = print) -> RecordOutcome:
+    plan = load_plan(kube, context)
+    results = read_group_results(kube, context)
+    if plan.isolation is not None:
+        diagnosed = diagnose_outcome(plan, results)
+        for line in diagnosed.findings:
+            report(line)
+        return _write_records(
+            kube,
+            context,
+            plan,
+            failed=diagnosed.failed,
+            succeeded=diagnosed.succeeded,
+            findings=diagnosed.findings,
+            diagnose=diagnosed.record,
+            report=report,
+        )
     failed: list[FailedNode] = []
     passed_nodes: set[str] = set()
     unpassed: list[tuple[str, str]] = []
@@ -100,8 +123,26 @@ def record_step(kube: KubeClient, context: StepContext, *, report: Callable[[str
         elif not any(iteration["failed_nodes"] for iteration in result["iterations"]):
             reason = next(it["message"] for it in result["iterations"] if not it["succeeded"])
             unpassed.append((group.name, reason))
-    failed_names = {node.name for node in failed}
-    succeeded = sorted(passed_nodes - failed_names)
+    for name, reason in unpassed:
+        report(f"group {name} did not pass, no node blamed (its nodes are not certified): {reason}")
+    unpassed_names = ", ".join(name for name, _ in unpassed)
+    findings = [f"group(s) {unpassed_names} did not pass with no node to blame"] if unpassed else []
+    succeeded = sorted(passed_nodes - {node.name for node in failed})
+    return _write_records(kube, context, plan, failed=failed, succeeded=succeeded, findings=findings, report=report)
+
+
+def _write_records(
+    kube: KubeClient,
+    context: StepContext,
+    plan: Plan,
+    *,
+    failed: list[FailedNode],
+    succeeded: list[str],
+    findings: list[str],
+    report: Callable[[str], None],
+    diagnose: DiagnoseRecord | None = None,
+) -> RecordOutcome:
+    """Write both result ConfigMaps (each in one request), then say what they hold."""
     failed_name = failed_nodes_configmap(context.workflow_uid)
     succeeded_name = succeeded_nodes_configmap(context.workflow_uid)
     common: dict[str, Any] = {
@@ -109,9 +150,10 @@ def record_step(kube: KubeClient, context: StepContext, *, report: Callable[[str
         "owner_references": result_owners(kube, context),
         "labels": context.labels(),
     }
-    kube.create_or_replace(failed_nodes_configmap_manifest(failed_name, nodes=failed, **common))
+    kube.create_or_replace(failed_nodes_configmap_manifest(failed_name, nodes=failed, diagnose=diagnose, **common))
     kube.create_or_replace(succeeded_nodes_configmap_manifest(succeeded_name, names=succeeded, **common))
-    outcome = RecordOutcome(failed_name, succeeded_name, failed, succeeded, [name for name, _ in unpassed])
+    outcome = RecordOutcome(failed_name, succeeded_name, failed, succeeded, findings)
+    failed_names = {node.name for node in failed}
     verdict = "PASSED" if outcome.passed else "FAILED"
     report(
         f"{context.category.domain}/{context.category.variant}: {verdict}: {len(succeeded)} node(s) passed, "
@@ -119,6 +161,4 @@ def record_step(kube: KubeClient, context: StepContext, *, report: Callable[[str
     )
     for node in failed:
         report(f"failed {node.name}: {node.reason}: {node.message.splitlines()[0] if node.message else ''}")
-    for name, reason in unpassed:
-        report(f"group {name} did not pass, no node blamed (its nodes are not certified): {reason}")
     return outcome

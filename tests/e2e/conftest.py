@@ -26,6 +26,9 @@ from tests.sim.cluster import ArgoRelease, SimCluster, gpu_nodes
 
 HERE = Path(__file__).resolve().parent
 NODE_COUNT = 8
+# Cluster shapes by name: the default serves most tests; fault isolation needs more nodes in more cliques.
+SHAPES = {"default": (NODE_COUNT, 4), "isolation": (32, 8)}  # (GPU nodes, nodes per NVLink clique)
+ISOLATION_FIXTURE = "isolation_sim"
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -45,14 +48,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.path.is_relative_to(HERE):
             item.add_marker(pytest.mark.e2e)
+    # Tests on the larger cluster run last, so the session starts each cluster shape once.
+    items.sort(key=lambda item: ISOLATION_FIXTURE in getattr(item, "fixturenames", ()))
 
 
-def start_sim(argo: ArgoRelease) -> SimCluster:
-    """A started simulated cluster, or a test failure that says what is missing."""
+def start_sim(argo: ArgoRelease, shape: str = "default") -> SimCluster:
+    """A started simulated cluster of that shape, or a test failure that says what is missing."""
     failure = None
+    count, per_clique = SHAPES[shape]
     try:
         keep = bool(os.environ.get("NVCRE_SIM_KEEP"))
-        return SimCluster(nodes=gpu_nodes(NODE_COUNT), argo=argo, keep_workdir=keep).start()
+        nodes = gpu_nodes(count, per_clique=per_clique)
+        return SimCluster(nodes=nodes, argo=argo, keep_workdir=keep).start()
     except HarnessSetupError as exc:
         failure = f"{exc}; `{BUILD_COMMAND}` builds and downloads what the simulated cluster needs"
     except ControlPlaneError as exc:
@@ -62,16 +69,19 @@ def start_sim(argo: ArgoRelease) -> SimCluster:
 
 class Clusters:
     """At most one simulated cluster at a time: two would share two cores, and Argo's controller serves
-    its health endpoint on a fixed port. A test asking for another Argo line stops the running cluster."""
+    its health endpoint on a fixed port. A test asking for another Argo line or cluster shape stops the
+    running cluster."""
 
     def __init__(self) -> None:
         self.current: SimCluster | None = None
+        self.current_shape = ""
 
-    def get(self, major: str) -> SimCluster:
-        if self.current is not None and self.current.argo.major == major:
+    def get(self, major: str, shape: str = "default") -> SimCluster:
+        if self.current is not None and (self.current.argo.major, self.current_shape) == (major, shape):
             return self.current
         self.stop()
-        self.current = start_sim(ArgoRelease(major))
+        self.current = start_sim(ArgoRelease(major), shape)
+        self.current_shape = shape
         return self.current
 
     def stop(self) -> None:
@@ -93,6 +103,12 @@ def clusters() -> Iterator[Clusters]:
 def sim(clusters: Clusters) -> SimCluster:
     """The session's simulated cluster with Argo v3.7 (started on first use)."""
     return clusters.get("v3")
+
+
+@pytest.fixture
+def isolation_sim(clusters: Clusters) -> SimCluster:
+    """A larger simulated cluster (32 GPU nodes in 4 cliques of 8) with Argo v3.7, for fault isolation."""
+    return clusters.get("v3", "isolation")
 
 
 @pytest.fixture

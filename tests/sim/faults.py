@@ -15,6 +15,10 @@ one `FaultPlanError` (a `DocumentError`, so it renders like the product's own in
       logsReadable: true       # false: the kubelet refuses every workload log (nothing can be measured)
     nodes:
       <node>: {fault: <kind>, ...}   # unlisted nodes are healthy
+    links:                     # broken network links between NVLink domains; optional
+      - between: [<domainA>, <domainB>]   # two different `nvidia.com/gpu.clique` node label values
+        afterSeconds: 1        # when the collective fails (default 1)
+        exitCode: 1            # what the failing workload exits with (1..255, default 1)
 
 Fault kinds and the fields each takes (anything else is rejected):
 - `healthy`, `slow`: `busBandwidthGBps`, `tflopsPerGpu`, `stepTimeMs` override the defaults for this node
@@ -27,6 +31,13 @@ Fault kinds and the fields each takes (anything else is rejected):
   expression, `node.spec.unschedulable == true`, catches exactly this);
 - `notready`: `afterSeconds`.
 
+Link faults (`links`) break the network between two NVLink domains rather than a node: a multi-node
+collective whose nodes include at least one node of each of the two domains fails, with no node to blame;
+a group inside one domain, or spanning other domains only, is unaffected, and so is every single-node
+workload. A node carries its domain as the `nvidia.com/gpu.clique` label (`DOMAIN_LABEL`); a node without it
+is in no domain. `between` takes exactly two different domains, and a pair may be listed once (in either
+order). `tests/sim/workload.py` says how a failing group ends.
+
 Unset optional fields stay None in the model (so `to_yaml` writes back exactly what was given); the
 `resolved_*` properties apply the defaults.
 """
@@ -34,12 +45,12 @@ Unset optional fields stay None in the model (so `to_yaml` writes back exactly w
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Final, Literal, get_args
 
-from nvcre_argo.errors import DocumentError, FieldError, MapKey, Path
+from nvcre_argo.errors import DocumentError, FieldError, MapKey, Path, format_path
 from nvcre_argo.yamlio import YamlSyntaxError, dump_yaml, load_yaml_documents
 
 FaultKind = Literal["healthy", "crash", "hang", "slow", "datacheck", "health", "notready", "stall", "transient"]
@@ -48,6 +59,7 @@ FAULT_KINDS: Final[tuple[str, ...]] = get_args(FaultKind)
 DEFAULT_EXIT_CODE: Final = 1
 DEFAULT_AFTER_SECONDS: Final = 1.0
 DEFAULT_EXIT_REASON: Final = "Error"
+DOMAIN_LABEL: Final = "nvidia.com/gpu.clique"  # a node's NVLink domain, which `links` name
 TAINT_EFFECTS: Final = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 CONDITION_STATUSES: Final = ("True", "False", "Unknown")
 
@@ -66,7 +78,8 @@ _FIELDS_BY_KIND: Final[Mapping[str, frozenset[str]]] = {
     "notready": frozenset({"afterSeconds"}),
 }
 _NODE_FIELDS: Final = frozenset({"fault"}).union(*_FIELDS_BY_KIND.values())
-_TOP_FIELDS: Final = ("defaults", "nodes")
+_TOP_FIELDS: Final = ("defaults", "nodes", "links")
+_LINK_FIELDS: Final = ("between", "afterSeconds", "exitCode")
 _DEFAULT_FIELDS: Final = ("durationSeconds", "busBandwidthGBps", "tflopsPerGpu", "stepTimeMs", "logsReadable")
 _TAINT_FIELDS: Final = ("key", "value", "effect")
 _CONDITION_FIELDS: Final = ("type", "status", "reason", "message")
@@ -166,18 +179,54 @@ HEALTHY: Final = NodeFault()
 
 
 @dataclass(frozen=True)
+class LinkFault:
+    """A broken network link between two NVLink domains (values of the nodes' `DOMAIN_LABEL`), in the
+    order the plan names them; built by `load_fault_plan`, which checks they are two different domains."""
+
+    between: tuple[str, str]
+    exit_code: int | None = None
+    after_seconds: float | None = None
+
+    @property
+    def resolved_exit_code(self) -> int:
+        return DEFAULT_EXIT_CODE if self.exit_code is None else self.exit_code
+
+    @property
+    def resolved_after_seconds(self) -> float:
+        return DEFAULT_AFTER_SECONDS if self.after_seconds is None else self.after_seconds
+
+    def is_spanned_by(self, domains: Collection[str]) -> bool:
+        """True when a group whose nodes are in `domains` has a node on each side of the link."""
+        return all(domain in domains for domain in self.between)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan's spelling."""
+        found = {"between": list(self.between), "afterSeconds": self.after_seconds, "exitCode": self.exit_code}
+        return {name: value for name, value in found.items() if value is not None}
+
+
+@dataclass(frozen=True)
 class FaultPlan:
-    """The whole plan; `nodes` is read-only and kept in sorted node order (so `to_yaml` is byte-stable)."""
+    """The whole plan; `nodes` is read-only and kept in sorted node order (so `to_yaml` is byte-stable);
+    `links` keep the plan's order."""
 
     defaults: Defaults = field(default_factory=Defaults)
     nodes: Mapping[str, NodeFault] = field(default_factory=dict)
+    links: tuple[LinkFault, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "nodes", MappingProxyType(dict(sorted(self.nodes.items()))))
+        object.__setattr__(self, "links", tuple(self.links))
 
     def fault_for(self, node: str) -> NodeFault:
         """The node's fault, or a healthy one when the plan does not list it."""
         return self.nodes.get(node, HEALTHY)
+
+    def broken_link(self, domains: Collection[str]) -> LinkFault | None:
+        """The broken link a group whose nodes are in `domains` spans; when it spans several, the one that
+        fails first (the first listed on a tie), since that failure is what ends the group's run."""
+        spanned = [link for link in self.links if link.is_spanned_by(domains)]
+        return min(spanned, key=lambda link: link.resolved_after_seconds, default=None)
 
     def bus_bandwidth_gbps(self, node: str) -> float:
         """What an NCCL test measures over this node's links."""
@@ -199,7 +248,10 @@ class FaultPlan:
             "logsReadable": self.defaults.logs_readable,
         }
         nodes = {name: _node_document(fault) for name, fault in self.nodes.items()}
-        return dump_yaml({"defaults": defaults, "nodes": nodes})
+        document: dict[str, Any] = {"defaults": defaults, "nodes": nodes}
+        if self.links:  # only when there are some, so plans without links read as before
+            document["links"] = [link.to_dict() for link in self.links]
+        return dump_yaml(document)
 
 
 def _first(value: float | None, default: float) -> float:
@@ -258,14 +310,17 @@ class _Reader:
             return None
         defaults: Defaults | None = Defaults()
         nodes: dict[str, NodeFault] | None = {}
+        links: tuple[LinkFault, ...] | None = ()
         for key, value in top.items():  # in document order, so errors are too
             if key == "defaults":
                 defaults = self.defaults(value, ("defaults",))
-            else:
+            elif key == "nodes":
                 nodes = self.nodes(value, ("nodes",))
-        if defaults is None or nodes is None:
+            else:
+                links = self.links(value, ("links",))
+        if defaults is None or nodes is None or links is None:
             return None
-        return FaultPlan(defaults=defaults, nodes=nodes)
+        return FaultPlan(defaults=defaults, nodes=nodes, links=links)
 
     def mapping(self, value: Any, path: Path, allowed: Iterable[str] | None) -> dict[str, Any] | None:
         """A mapping with string keys; with `allowed`, unknown keys are reported (and dropped)."""
@@ -378,6 +433,62 @@ class _Reader:
             self.fail(
                 path, "one-of", f"a health fault needs exactly one of taint, condition, cordon; this one {problem}"
             )
+
+    def links(self, value: Any, path: Path) -> tuple[LinkFault, ...] | None:
+        """The list of link faults; a pair of domains listed twice (in either order) is an error, since the
+        second entry could only contradict the first."""
+        if value is None:
+            return ()
+        if not isinstance(value, list):
+            self.fail(path, "type", f"must be a list, got {_describe(value)}")
+            return None
+        before = len(self.errors)
+        found: list[LinkFault] = []
+        listed_at: dict[frozenset[str], int] = {}
+        for index, item in enumerate(value):
+            link = self.link(item, (*path, index))
+            if link is None:
+                continue
+            pair = frozenset(link.between)
+            if pair in listed_at:
+                first = format_path((*path, listed_at[pair]))
+                self.fail((*path, index, "between"), "duplicate", f"the same link is already listed at {first}")
+                continue
+            listed_at[pair] = index
+            found.append(link)
+        return tuple(found) if len(self.errors) == before else None
+
+    def link(self, value: Any, path: Path) -> LinkFault | None:
+        found = self.mapping(value, path, _LINK_FIELDS)
+        if found is None:
+            return None
+        before = len(self.errors)
+        between = self.between(found.get("between"), (*path, "between"))
+        exit_code = self.integer(found["exitCode"], (*path, "exitCode"), 1, 255) if "exitCode" in found else None
+        after = self.seconds(found["afterSeconds"], (*path, "afterSeconds")) if "afterSeconds" in found else None
+        if len(self.errors) != before or between is None:
+            return None
+        return LinkFault(between=between, exit_code=exit_code, after_seconds=after)
+
+    def between(self, value: Any, path: Path) -> tuple[str, str] | None:
+        """Exactly two different domains: a link joins two domains, and one within a domain is no link."""
+        if value is None:
+            self.fail(path, "required", f"is required: the two NVLink domains ({DOMAIN_LABEL} values) it joins")
+            return None
+        if not isinstance(value, list):
+            self.fail(path, "type", f"must be a list of two NVLink domains, got {_describe(value)}")
+            return None
+        if len(value) != 2:
+            self.fail(path, "type", f"must name exactly two NVLink domains, got {len(value)}")
+            return None
+        bad = [item for item in value if not isinstance(item, str) or not item]
+        if bad:
+            self.fail(path, "type", f"must name NVLink domains as non-empty strings, got {_describe(bad[0])}")
+            return None
+        if value[0] == value[1]:
+            self.fail(path, "same-domain", f"must name two different NVLink domains, got {value[0]!r} twice")
+            return None
+        return (value[0], value[1])
 
     def taint(self, value: Any, path: Path) -> Taint | None:
         found = self.mapping(value, path, _TAINT_FIELDS)

@@ -10,14 +10,14 @@ pod of the pod's own Job is bound, so it knows which nodes its group really runs
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from tests.sim import podspec
-from tests.sim.faults import FaultPlan, load_fault_plan
+from tests.sim.faults import DOMAIN_LABEL, FaultPlan, load_fault_plan
 from tests.sim.pods import PodRunner, now_rfc3339
 from tests.sim.workload import Exit, Log, MarkNode, Ready, RunForever, Wait, script_for
 
@@ -40,26 +40,57 @@ class Kubelet(Protocol):
 def group_nodes(core: k8s.CoreV1Api, pod: dict[str, Any]) -> list[str]:
     """The nodes of the pod's group: where the JobSet's ranks (every pod but an MPI launcher) are bound.
 
-    Waits, bounded, until every pod of the pod's own Job is bound, so ranks started a moment apart agree.
+    Waits, bounded, until every pod it depends on is bound, so ranks started a moment apart agree: a rank
+    waits for its own Job's pods; the MPI launcher, which the real one gates on reaching every worker's sshd,
+    waits for the pods of every rank Job of its JobSet.
     """
     labels = pod["metadata"].get("labels", {})
     jobset, job = labels.get(JOBSET_LABEL), labels.get(JOB_NAME_LABEL)
     namespace = pod["metadata"]["namespace"]
     if not jobset:
         return [pod["spec"]["nodeName"]]
-    expected = _parallelism(k8s.BatchV1Api(core.api_client), namespace, job) if job else 1
+    launcher = labels.get(REPLICATED_JOB_LABEL) == LAUNCHER
+    batch = k8s.BatchV1Api(core.api_client)
+    expected = _rank_pods(batch, namespace, jobset) if launcher else _parallelism(batch, namespace, job) if job else 1
     deadline = time.monotonic() + PEER_WAIT_SECONDS
     while True:
         pods = core.list_namespaced_pod(namespace, label_selector=f"{JOBSET_LABEL}={jobset}").items
+        ranks = [
+            p.spec.node_name
+            for p in pods
+            if p.spec.node_name and (p.metadata.labels or {}).get(REPLICATED_JOB_LABEL) != LAUNCHER
+        ]
         mine = [p for p in pods if (p.metadata.labels or {}).get(JOB_NAME_LABEL) == job and p.spec.node_name]
-        if len(mine) >= expected or time.monotonic() > deadline:
-            ranks = {
-                p.spec.node_name
-                for p in pods
-                if p.spec.node_name and (p.metadata.labels or {}).get(REPLICATED_JOB_LABEL) != LAUNCHER
-            }
-            return sorted(ranks) or [pod["spec"]["nodeName"]]
+        awaited = ranks if launcher else mine
+        if len(awaited) >= expected or time.monotonic() > deadline:
+            return sorted(set(ranks)) or [pod["spec"]["nodeName"]]
         time.sleep(PEER_POLL_SECONDS)
+
+
+def _rank_pods(batch: k8s.BatchV1Api, namespace: str, jobset: str) -> int:
+    """How many rank pods the JobSet runs: the summed parallelism of its Jobs other than the launcher."""
+    try:
+        jobs = batch.list_namespaced_job(namespace, label_selector=f"{JOBSET_LABEL}={jobset}").items
+    except ApiException:
+        return 1
+    ranks = [job for job in jobs if (job.metadata.labels or {}).get(REPLICATED_JOB_LABEL) != LAUNCHER]
+    return sum(int(job.spec.parallelism or 1) for job in ranks) or 1
+
+
+def node_domains(core: k8s.CoreV1Api, nodes: Iterable[str]) -> dict[str, str]:
+    """The NVLink domain (`DOMAIN_LABEL`) of each of `nodes` that has one, which the plan's links are matched
+    against. One read per node rather than a list of all nodes: a group has at most a few dozen nodes, the
+    simulated cluster may have thousands. A node that is gone or unlabelled is in no domain."""
+    found = {}
+    for name in sorted(set(nodes)):
+        try:
+            node = core.read_node(name)
+        except ApiException:
+            continue
+        domain = ((node.metadata.labels if node.metadata else None) or {}).get(DOMAIN_LABEL)
+        if domain:
+            found[name] = str(domain)
+    return found
 
 
 def _parallelism(batch: k8s.BatchV1Api, namespace: str, job: str) -> int:
@@ -83,7 +114,9 @@ def play_workload(runner: PodRunner, *, plan_text: str, kubelet: Kubelet) -> Non
         attempt = max((kubelet.attempts_so_far(runner.namespace, node) for node in peers), default=1) - 1
     else:
         attempt = kubelet.next_attempt(runner.namespace, runner.node)
-    script = script_for(runner.pod, peers=peers, plan=plan, attempt=max(attempt, 0))
+    # Domains matter only to link faults; without any, spare the API server the reads.
+    domains = node_domains(runner.core, [*peers, runner.node]) if plan.links else {}
+    script = script_for(runner.pod, peers=peers, plan=plan, attempt=max(attempt, 0), domains=domains)
     for run in runner.containers:
         run.started_at = now_rfc3339()
         run.state = podspec.running(run.started_at)

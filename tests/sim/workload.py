@@ -24,8 +24,18 @@ running until deleted). A hang or stall blocks the whole collective forever; a h
 result/iteration first, a stall never does. A `health`/`notready` node is marked by its own pod only (the
 launcher never marks), and the whole group's run is stretched to `durationSeconds + afterSeconds +
 HEALTH_GRACE_SECONDS` so the product's health monitor sees the mark before the workload could succeed.
-`datacheck` only changes nccl-tests output (wrong values, exit 1); training and DCGM ignore it. A crash
-outweighs a hang/stall, which outweighs completion.
+`datacheck` only changes nccl-tests output (wrong values, exit 1); training and DCGM ignore it.
+
+A broken link between two NVLink domains (the plan's `links`, matched against `domains`, the group's nodes'
+`nvidia.com/gpu.clique` values) fails a multi-node group that has a node on each side of it, with no node to
+blame: at the link's `afterSeconds` the MPI launcher prints NCCL's `NET/IB` completion errors between a host
+on each side (the first node of each domain) and mpirun's abort, and exits with the link's `exitCode`;
+every training rank reports the network error at that same time and exits with that code (so no rank fails
+first); MPI workers keep running until deleted. Single-node workloads never cross a link.
+
+A crash, or a link failure (a crash without a culprit node), outweighs a hang/stall, which outweighs
+completion. When a group has both, the earlier one decides how it ends; on a tie the node crash does, since
+it is the failure the product can attribute.
 
 Time: `Wait` steps are real seconds for the kubelet (scaled by the plan's `durationSeconds`, a few seconds).
 Timestamps printed inside logs are virtual: they start at the fixed `LOG_EPOCH` and follow the simulated
@@ -43,6 +53,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import ipaddress
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -51,7 +62,7 @@ from datetime import datetime, timedelta
 from pathlib import PurePosixPath
 from typing import Any, Final, Literal
 
-from tests.sim.faults import HEALTHY, FaultPlan, NodeFault
+from tests.sim.faults import HEALTHY, FaultPlan, LinkFault, NodeFault
 
 JOBSET_NAME_LABEL: Final = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB_LABEL: Final = "jobset.sigs.k8s.io/replicatedjob-name"
@@ -73,6 +84,8 @@ WARMUP_FACTOR: Final = 5.0  # Megatron's first iteration (initialisation, compil
 NCCL_LATENCY_US: Final = 30.0
 PID_BASE: Final = 4000
 GPU_NAME: Final = "NVIDIA H100 80GB HBM3"
+FIRST_NODE_ADDRESS: Final = ipaddress.IPv4Address("10.0.0.1")  # the group's nodes count up from here
+NCCL_IB_PORT: Final = 53422  # the port NCCL's messages show after a peer's host
 
 
 # --------------------------------------------------------------------------------------------- steps
@@ -222,25 +235,34 @@ def workload_kind(pod: Mapping[str, Any]) -> WorkloadKind:
     return WorkloadKind.GENERIC
 
 
-def script_for(pod: Mapping[str, Any], *, peers: Sequence[str], plan: FaultPlan, attempt: int) -> Script:
+def script_for(
+    pod: Mapping[str, Any],
+    *,
+    peers: Sequence[str],
+    plan: FaultPlan,
+    attempt: int,
+    domains: Mapping[str, str] = {},
+) -> Script:
     """What this pod does, in order.
 
     `pod` is the pod as the API returns it, bound (`spec.nodeName` set). `peers` are the nodes the pod's group
     does its GPU work on: the nodes of the JobSet's ranks (every pod but an MPI launcher), sorted; duplicates
     are ignored, and a rank pod's own node counts even when missing. The MPI launcher's own node takes part
     only if it is listed (the launcher runs no GPU work, so its node's fault does not affect it). `attempt` is 0
-    for the first workload the pod's node runs under this plan, 1 for the next, ...
+    for the first workload the pod's node runs under this plan, 1 for the next, ... `domains` maps node names
+    to their NVLink domain (the `nvidia.com/gpu.clique` label), which the plan's `links` are matched against;
+    a node missing from it is in no domain, so it never puts its group across a link.
     """
     node = _node_name(pod)
     kind = workload_kind(pod)
     context = _Pod(pod, node, _tokens(_main_container(pod)), _env(_main_container(pod)))
     if kind is WorkloadKind.NCCL_LAUNCHER:
-        group = _Group.of(peers or [node], plan, attempt)
+        group = _Group.of(peers or [node], plan, attempt, domains)
         return _nccl_script(kind, context, group, _outcome(group, None))
     if kind is WorkloadKind.MPI_WORKER:
         return _mpi_worker_script(kind, context, _effective(plan.fault_for(node), attempt))
     if kind is WorkloadKind.MEGATRON_TRAINING:
-        group = _Group.of([*peers, node], plan, attempt)
+        group = _Group.of([*peers, node], plan, attempt, domains)
         return _training_script(kind, context, group, _outcome(group, node))
     group = _Group.of([node], plan, attempt)
     outcome = _outcome(group, node)
@@ -356,14 +378,32 @@ def _effective(fault: NodeFault, attempt: int) -> NodeFault:
 
 @dataclass(frozen=True)
 class _Group:
+    """The nodes a workload does its GPU work on, their faults, and the broken link they span, if any."""
+
     nodes: tuple[str, ...]
     plan: FaultPlan
     faults: Mapping[str, NodeFault]
+    domains: Mapping[str, str]
+    link: LinkFault | None = None
 
     @classmethod
-    def of(cls, nodes: Sequence[str], plan: FaultPlan, attempt: int) -> _Group:
+    def of(cls, nodes: Sequence[str], plan: FaultPlan, attempt: int, domains: Mapping[str, str] = {}) -> _Group:
+        """`domains` may name any nodes; only the group's own count. Without domains, no link is spanned
+        (single-node workloads pass none)."""
         unique = tuple(sorted(set(nodes)))
-        return cls(unique, plan, {node: _effective(plan.fault_for(node), attempt) for node in unique})
+        faults = {node: _effective(plan.fault_for(node), attempt) for node in unique}
+        own = {node: domains[node] for node in unique if node in domains}
+        return cls(unique, plan, faults, own, plan.broken_link(set(own.values())))
+
+    def link_hosts(self, link: LinkFault) -> tuple[str, str]:
+        """The host on each side of the link whose NCCL errors are shown: the first node of each domain."""
+        first, second = (min(node for node in self.nodes if self.domains.get(node) == side) for side in link.between)
+        return first, second
+
+    def address(self, node: str) -> str:
+        """A node's made-up IPv4 address (its place in the group), as NCCL prints its peers' GIDs."""
+        index = self.nodes.index(node) if node in self.nodes else 0
+        return str(FIRST_NODE_ADDRESS + index)
 
     def with_kind(self, *kinds: str) -> list[tuple[str, NodeFault]]:
         return [(node, fault) for node, fault in self.faults.items() if fault.kind in kinds]
@@ -405,8 +445,9 @@ class _Group:
 
 @dataclass(frozen=True)
 class _Outcome:
-    """How the pod's run ends: completes, crashes itself, is taken down by a peer's crash, or blocks.
-    `progress_until` is when the collective stops making progress (the group's first crash, or the end)."""
+    """How the pod's run ends: completes, crashes itself, is taken down by a peer's crash, fails on a broken
+    link (`link`), or blocks. `progress_until` is when the collective stops making progress (the group's first
+    failure, or the end)."""
 
     end_at: float | None
     exit: Exit | None
@@ -414,16 +455,22 @@ class _Outcome:
     crashed: bool = False
     culprit: str | None = None
     blocked: Literal["stall", "hang"] | None = None
+    link: LinkFault | None = None
 
     @property
     def completes(self) -> bool:
-        return self.exit is not None and not self.crashed and self.culprit is None
+        return self.exit is not None and not self.crashed and self.culprit is None and self.link is None
 
 
 def _outcome(group: _Group, me: str | None) -> _Outcome:
     """`me` is the pod's node when the pod does GPU work in the group, None for the MPI launcher."""
     first = group.first_crash
     own = group.faults.get(me, HEALTHY) if me is not None else HEALTHY
+    link = group.link
+    if link is not None and (first is None or link.resolved_after_seconds < first[1].resolved_after_seconds):
+        # The whole collective fails at once on the link: every pod doing GPU work, and the launcher.
+        failed = Exit(link.resolved_exit_code, "Error")
+        return _Outcome(link.resolved_after_seconds, failed, link.resolved_after_seconds, link=link)
     if first is not None:
         stopped = first[1].resolved_after_seconds
         if own.kind == "crash" and own.resolved_after_seconds < _teardown(first[1]):
@@ -441,12 +488,15 @@ def _teardown(crash: NodeFault) -> float:
 
 def _progress_span(group: _Group) -> float:
     """The seconds over which progress lines are spread, the same for every pod of the group: the run's
-    duration, or when a crash cuts it short, long enough that it is cut at most halfway (a failed run never
-    shows its last result)."""
+    duration, or when a crash or a broken link cuts it short, long enough that it is cut at most halfway (a
+    failed run never shows its last result)."""
     first = group.first_crash
-    if first is None:
+    failures = [_teardown(first[1])] if first is not None else []
+    if group.link is not None:
+        failures.append(group.link.resolved_after_seconds)
+    if not failures:
         return group.duration
-    return max(group.duration, 2 * _teardown(first[1]) + 1)
+    return max(group.duration, 2 * max(failures) + 1)
 
 
 def _progress_at(count: int, span: float) -> list[float]:
@@ -682,6 +732,42 @@ def _cuda_failure(host: str, pid: int) -> str:
     )
 
 
+def _ib_completion_error(group: _Group, host: str, peer: str, *, send: bool) -> str:
+    """NCCL's `NET/IB` warning when a work request to a peer fails with IBV_WC_RETRY_EXC_ERR (status 12, the
+    remote end never acknowledged: the link is down), as the InfiniBand transport's proxy thread prints it."""
+    direction = "Send" if send else "Recv"
+    opcode = 0 if send else 129
+    return (
+        f"NET/IB : Got completion from peer {peer}<{NCCL_IB_PORT}> with status=12 opcode={opcode} len=0 "
+        f"vendor err 129 ({direction}) localGid ::ffff:{group.address(host)} "
+        f"remoteGids::ffff:{group.address(peer)} hca mlx5_0"
+    )
+
+
+def _nccl_link_failure(group: _Group, run: _NcclRun, link: LinkFault) -> str:
+    """Both sides of the broken link report it (each from its first rank), then nccl-tests fails on both with
+    NCCL's remote error (ncclRemoteError, 6)."""
+    first, second = group.link_hosts(link)
+    text = ""
+    for host, peer, send in ((first, second, True), (second, first, False)):
+        pid = run.first_rank_on(host).pid
+        prefix = f"{host}:{pid}:{pid + 64} [0]"
+        warning = _ib_completion_error(group, host, peer, send=send)
+        text += (
+            f"{prefix} transport/net_ib.cc:2276 NCCL WARN {warning}\n"
+            f"{prefix} NCCL INFO transport/net.cc:1302 -> 6\n"
+            f"{prefix} NCCL INFO proxy.cc:698 -> 6\n"
+            f"{prefix} NCCL INFO proxy.cc:878 -> 6 [Progress Thread]\n"
+        )
+    for host in (first, second):
+        pid = run.first_rank_on(host).pid
+        text += (
+            f"{host}: Test NCCL failure common.cu:1005 'remote process exited or there was a network error / '\n"
+            f" .. {host} pid {pid}: Test failure common.cu:1126\n"
+        )
+    return text
+
+
 _SIGNAL_NAMES: Final = {6: "Aborted", 7: "Bus error", 9: "Killed", 11: "Segmentation fault", 15: "Terminated"}
 
 
@@ -731,6 +817,11 @@ def _nccl_script(kind: WorkloadKind, pod: _Pod, group: _Group, outcome: _Outcome
             if launcher:
                 events.append((end, Log(_mpirun_abort(run, pod, run.ranks[0], 1, len(run.ranks)))))
             outcome = replace(outcome, exit=Exit(1, "Error"))
+    elif outcome.link is not None and outcome.exit is not None:
+        events.append((end, Log(_nccl_link_failure(group, run, outcome.link))))
+        if launcher:
+            first = run.first_rank_on(group.link_hosts(outcome.link)[0])
+            events.append((end, Log(_mpirun_abort(run, pod, first, outcome.exit.code, processes=2))))
     elif outcome.exit is not None:
         host = outcome.culprit or pod.node
         culprit = run.first_rank_on(host)
@@ -840,7 +931,9 @@ def _torch_crash(run: _TrainingRun, code: int, at: datetime) -> str:
     )
 
 
-def _torch_lost_peer(run: _TrainingRun, culprit: str, at: datetime) -> str:
+def _torch_lost_peer(run: _TrainingRun, last_error: str, at: datetime) -> str:
+    """torch's NCCL watchdog on a failed collective; `last_error` is NCCL's own last message (what went wrong
+    underneath: a peer's socket closing when it crashed, an InfiniBand error on a broken link)."""
     rank = run.first_global_rank
     return (
         f"[rank{rank}]:[{_glog('E', at)} ProcessGroupNCCL.cpp:1895] [PG ID 0 PG GUID 0(default_pg) "
@@ -849,7 +942,7 @@ def _torch_lost_peer(run: _TrainingRun, culprit: str, at: datetime) -> str:
         f"[rank{rank}]: ncclRemoteError: A call failed possibly due to a network error or a remote process "
         "exiting prematurely.\n"
         f"[rank{rank}]: Last error:\n"
-        f"[rank{rank}]: socketProgress: Connection closed by remote peer {culprit}<53422>\n"
+        f"[rank{rank}]: {last_error}\n"
         f"{_glog('E', at)} 1 torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: 1) "
         f"local_rank: 0 (pid: {PID_BASE}) of binary: /usr/bin/python\n"
         "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\n"
@@ -878,10 +971,26 @@ def _training_script(kind: WorkloadKind, pod: _Pod, group: _Group, outcome: _Out
     elif outcome.crashed and outcome.exit is not None:
         stamp = crash_stamp + timedelta(seconds=end - (outcome.progress_until or 0.0))
         events.append((end, Log(_torch_crash(run, outcome.exit.code, stamp))))
+    elif outcome.link is not None:
+        last_error = _training_link_error(group, pod.node, outcome.link)
+        events.append((end, Log(_torch_lost_peer(run, last_error, crash_stamp))))
     elif outcome.culprit is not None:
         stamp = crash_stamp + timedelta(seconds=PEER_TEARDOWN_SECONDS)
-        events.append((end, Log(_torch_lost_peer(run, outcome.culprit, stamp))))
+        closed = f"socketProgress: Connection closed by remote peer {outcome.culprit}<{NCCL_IB_PORT}>"
+        events.append((end, Log(_torch_lost_peer(run, closed, stamp))))
     return _assemble(kind, events, outcome)
+
+
+def _training_link_error(group: _Group, node: str, link: LinkFault) -> str:
+    """The IB error a rank's NCCL last saw: on either side of the link, its own node's send to the first host
+    across it; a rank on neither side fails with the collective and reports what the first side saw."""
+    first, second = group.link_hosts(link)
+    side = group.domains.get(node)
+    if side == link.between[0]:
+        return _ib_completion_error(group, node, second, send=True)
+    if side == link.between[1]:
+        return _ib_completion_error(group, node, first, send=True)
+    return _ib_completion_error(group, first, second, send=True)
 
 
 # --------------------------------------------------------------------------------------------- DCGM

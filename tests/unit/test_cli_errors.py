@@ -101,7 +101,10 @@ COMPILE_CASES: dict[str, tuple[dict[str, Any], set[tuple[str, str]]]] = {
         document(categories=[{**CATEGORY, "options": {"image": "registry/{{x}}"}}]),
         {("spec.categories[0].options.image", "argo-syntax")},
     ),
-    "test-scale-diagnose": (document(testScale="diagnose"), {("spec.testScale", "unsupported")}),
+    "test-scale-diagnose-per-node": (
+        document(testScale="diagnose", categories=[{"domain": "diagnostics", "variant": "dcgm-level1"}]),
+        {("spec.testScale", "unsupported")},
+    ),
 }
 
 
@@ -132,6 +135,7 @@ def test_every_compile_problem_of_one_document_is_reported_in_document_order(tmp
         "testScale": "diagnose",
         "thresholds": {"bogusKey": "value > 1", "busBandwidthGBps": "value + 1"},
         "categories": [
+            {"domain": "communication", "variant": "nccl-loopback"},
             {"domain": "communication", "variant": "nccl-all-reduc"},
             {**CATEGORY, "options": {"image": "a{{b}}"}},
         ],
@@ -146,8 +150,8 @@ def test_every_compile_problem_of_one_document_is_reported_in_document_order(tmp
         "spec.testScale",
         "spec.thresholds",
         'spec.thresholds["busBandwidthGBps"]',
-        "spec.categories[0]",
-        "spec.categories[1].options.image",
+        "spec.categories[1]",
+        "spec.categories[2].options.image",
     ]
 
 

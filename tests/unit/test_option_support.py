@@ -49,7 +49,6 @@ REFUSED_VALUES = {
     "storageSize": "10Ti",
     "saveTopK": 1,
     "maxRestarts": 3,
-    "minGroupSize": 2,
     "measurementTimeout": "5m",
     "rdmaDeviceAccess": "hostPath",
 }

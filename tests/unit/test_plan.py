@@ -398,9 +398,17 @@ def test_per_node_entries_get_one_group_per_node_whatever_nodes_per_job_says() -
     assert group_nodes(plan) == [["n00"], ["n01"], ["n02"]]
 
 
-def test_diagnose_is_reported_as_unsupported_rather_than_degraded() -> None:
-    with pytest.raises(PlanError, match="testScale diagnose"):
-        plan_category(make_nodes(2), edited_by_hand(resolve(ALL_REDUCE), test_scale="diagnose"))
+def test_a_diagnose_plan_has_no_groups_but_every_eligible_node_with_its_domain() -> None:
+    nodes = make_nodes(4)
+    category = edited_by_hand(resolve(ALL_REDUCE), test_scale="diagnose", min_group_size=3)
+
+    plan = plan_category(nodes, category)
+
+    assert plan.groups == ()
+    assert plan.isolation is not None
+    assert plan.isolation.min_group_size == 3
+    assert [node for node, _ in plan.isolation.domains] == ["n00", "n01", "n02", "n03"]
+    assert Plan.from_json(plan.to_json()) == plan
 
 
 def test_training_uses_every_node_when_the_gpus_divide_by_the_parallelism() -> None:

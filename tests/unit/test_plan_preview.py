@@ -21,6 +21,7 @@ from nvcre_argo.plan.planner import plan_category
 from nvcre_argo.plan.preview import (
     CategoryPreview,
     GpuHours,
+    PlanPreview,
     TrainJobPreview,
     preview_category,
     preview_certification,
@@ -379,3 +380,16 @@ def test_the_text_says_how_many_run_at_once_and_which_group_waits_for_the_others
     assert "  TrainJobs: 3 (3 groups x 1 iteration), at most 2 at once (maxConcurrent)\n" in text
     overflow = "g2-overflow: 2 nodes, 16 GPUs, borrows nodes from the groups before it and runs after them: n0,n4"
     assert f"             {overflow}\n" in text
+
+
+def test_a_diagnose_preview_shows_the_screening_round_that_starts_every_isolation() -> None:
+    nodes = [make_node(f"n{i}", labels={"nvidia.com/gpu.clique": f"c{i // 4}"}) for i in range(8)]
+
+    preview = preview_one(options(ALL_REDUCE, testScale="diagnose"), nodes)
+    text = render_preview_text(PlanPreview("cert", (preview,)))
+
+    assert preview.plan is not None
+    assert {group.round for group in preview.plan.groups} == {1}
+    assert {group.stage for group in preview.plan.groups} >= {"intra-screening"}
+    assert len(preview.trainjobs) == len(preview.plan.groups)
+    assert "testScale diagnose over 2 domain(s), minGroupSize 2: round 1 below" in text

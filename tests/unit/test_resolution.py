@@ -700,7 +700,6 @@ def test_diagnose_and_impossible_unpinned_placements_are_refused_at_compile_time
     )
 
     assert {(path, kind) for path, kind, _ in errors} == {
-        ("spec.categories[0].options.testScale", "unsupported"),
         ("spec.placement", "rule"),
         ("spec.categories[1]", "required"),
     }
@@ -708,6 +707,21 @@ def test_diagnose_and_impossible_unpinned_placements_are_refused_at_compile_time
     assert "placement Unpinned cannot be combined with diagnostics/dcgm-level1, which runs one node per group" in (
         messages
     )
+    assert "placement Unpinned cannot be combined with testScale diagnose" in messages
+
+
+def test_diagnose_is_refused_where_no_multi_node_collective_runs() -> None:
+    errors = _resolve_errors(
+        "spec:\n  target: {}\n  categories:\n"
+        "  - {domain: diagnostics, variant: dcgm-level1, options: {testScale: diagnose}}\n"
+        "  - {domain: communication, variant: nccl-loopback, options: {testScale: diagnose}}\n"
+        "  - {domain: communication, variant: nccl-all-reduce, options: {testScale: diagnose, minGroupSize: 3}}\n"
+    )
+
+    assert [(path, kind) for path, kind, _ in sorted(errors)] == [
+        ("spec.categories[0].options.testScale", "unsupported"),
+        ("spec.categories[1].options.testScale", "unsupported"),
+    ]
 
 
 def test_unpinned_without_nodes_per_job_is_one_error_per_category_naming_it_at_its_path() -> None:

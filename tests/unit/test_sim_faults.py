@@ -15,6 +15,7 @@ from tests.sim.faults import (
     Defaults,
     FaultPlan,
     FaultPlanError,
+    LinkFault,
     NodeCondition,
     NodeFault,
     Taint,
@@ -41,6 +42,9 @@ nodes:
   gpu-node-10: {fault: transient, exitCode: 1}
   gpu-node-11: {fault: health, condition: {type: GpuUnhealthy, status: "True"}}
   gpu-node-12: {fault: slow, tflopsPerGpu: 150, stepTimeMs: 5000}
+links:
+  - between: [sim-cluster.0, sim-cluster.1]
+  - {between: [sim-cluster.2, sim-cluster.0], afterSeconds: 2.5, exitCode: 3}
 """
 
 
@@ -63,6 +67,10 @@ def test_the_example_plan_reads_every_fault_with_the_fields_it_names() -> None:
         "gpu-node-11": NodeFault(kind="health", condition=NodeCondition(type="GpuUnhealthy", status="True")),
         "gpu-node-12": NodeFault(kind="slow", tflops_per_gpu=150, step_time_ms=5000),
     }
+    assert plan.links == (
+        LinkFault(between=("sim-cluster.0", "sim-cluster.1")),
+        LinkFault(between=("sim-cluster.2", "sim-cluster.0"), after_seconds=2.5, exit_code=3),
+    )
 
 
 def test_an_unlisted_node_is_healthy_and_measures_the_defaults_while_a_slow_one_overrides_only_what_it_names() -> None:
@@ -74,7 +82,9 @@ def test_an_unlisted_node_is_healthy_and_measures_the_defaults_while_a_slow_one_
     assert (plan.tflops_per_gpu("gpu-node-12"), plan.step_time_ms("gpu-node-12")) == (150, 5000)
 
 
-@pytest.mark.parametrize("text", ["", "# nothing planned\n", "{}\n", "nodes: {}\n", "defaults: {}\nnodes:\n"])
+@pytest.mark.parametrize(
+    "text", ["", "# nothing planned\n", "{}\n", "nodes: {}\n", "defaults: {}\nnodes:\n", "links: []\n", "links:\n"]
+)
 def test_an_empty_plan_is_all_healthy_with_the_documented_defaults(text: str) -> None:
     plan = load_fault_plan(text)
     assert plan == FaultPlan()
@@ -85,6 +95,38 @@ def test_unset_crash_fields_resolve_to_exit_1_after_1_second_with_reason_error()
     fault = load_fault_plan("nodes: {n: {fault: crash}}").fault_for("n")
     assert (fault.exit_code, fault.after_seconds, fault.reason) == (None, None, None)
     assert (fault.resolved_exit_code, fault.resolved_after_seconds, fault.resolved_reason) == (1, 1.0, "Error")
+
+
+def test_unset_link_fields_resolve_to_exit_1_after_1_second() -> None:
+    (link,) = load_fault_plan("links: [{between: [a, b]}]").links
+    assert (link.exit_code, link.after_seconds) == (None, None)
+    assert (link.resolved_exit_code, link.resolved_after_seconds) == (1, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("domains", "expected"),
+    [
+        pytest.param({"sim-cluster.0", "sim-cluster.1"}, 0, id="both-sides"),
+        pytest.param({"sim-cluster.1", "sim-cluster.0", "sim-cluster.7"}, 0, id="both-sides-and-another"),
+        pytest.param({"sim-cluster.0", "sim-cluster.1", "sim-cluster.2"}, 1, id="two-links-the-earlier-fails"),
+        pytest.param({"sim-cluster.0"}, None, id="one-domain"),
+        pytest.param({"sim-cluster.1", "sim-cluster.7"}, None, id="one-side-and-another"),
+        pytest.param({"sim-cluster.3", "sim-cluster.4"}, None, id="other-domains"),
+        pytest.param(set(), None, id="no-domains"),
+    ],
+)
+def test_a_group_is_broken_by_a_link_only_with_a_node_on_each_side(domains: set[str], expected: int | None) -> None:
+    plan = load_fault_plan(
+        "links:\n"
+        "  - {between: [sim-cluster.0, sim-cluster.1], afterSeconds: 5}\n"
+        "  - {between: [sim-cluster.2, sim-cluster.0], afterSeconds: 2}\n"
+    )
+    assert plan.broken_link(domains) == (None if expected is None else plan.links[expected])
+
+
+def test_of_two_links_failing_together_the_first_listed_breaks_the_group() -> None:
+    plan = load_fault_plan("links: [{between: [a, b], exitCode: 7}, {between: [b, c], exitCode: 9}]")
+    assert plan.broken_link({"a", "b", "c"}) == plan.links[0]
 
 
 @pytest.mark.parametrize(
@@ -113,8 +155,13 @@ def test_to_yaml_round_trips_and_is_byte_stable() -> None:
     text = plan.to_yaml()
     assert load_fault_plan(text) == plan
     assert load_fault_plan(text).to_yaml() == text
-    # Nodes are written in sorted order whatever order the plan listed them in.
+    # Nodes are written in sorted order whatever order the plan listed them in; links keep the plan's order.
     assert text.index("gpu-node-10:") < text.index("gpu-node-3:")
+    assert text.index("sim-cluster.1") < text.index("sim-cluster.2")
+
+
+def test_a_plan_without_links_writes_no_links_key() -> None:
+    assert "links" not in load_fault_plan("nodes: {n: {fault: hang}}\nlinks: []\n").to_yaml()
 
 
 def test_the_plan_is_read_only() -> None:
@@ -169,15 +216,30 @@ _FAULTS = st.one_of(
 )
 
 
+_LINKS = st.lists(
+    st.builds(
+        LinkFault,
+        between=st.tuples(_NAME, _NAME).filter(lambda pair: pair[0] != pair[1]),
+        exit_code=st.none() | st.integers(min_value=1, max_value=255),
+        after_seconds=st.none() | _SECONDS,
+    ),
+    max_size=4,
+    unique_by=lambda link: frozenset(link.between),
+).map(tuple)
+
+
 @settings(max_examples=60, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     defaults=st.builds(
         Defaults, duration_seconds=_SECONDS, bus_bandwidth_gbps=_FIGURE, tflops_per_gpu=_FIGURE, step_time_ms=_FIGURE
     ),
     nodes=st.dictionaries(_NAME, _FAULTS, max_size=5),
+    links=_LINKS,
 )
-def test_any_valid_plan_round_trips_through_yaml(defaults: Defaults, nodes: dict[str, NodeFault]) -> None:
-    plan = FaultPlan(defaults=defaults, nodes=nodes)
+def test_any_valid_plan_round_trips_through_yaml(
+    defaults: Defaults, nodes: dict[str, NodeFault], links: tuple[LinkFault, ...]
+) -> None:
+    plan = FaultPlan(defaults=defaults, nodes=nodes, links=links)
     assert load_fault_plan(plan.to_yaml()) == plan
 
 
@@ -271,6 +333,34 @@ BAD_PLANS = [
     pytest.param("- a list\n", [("<document>", "type")], id="document-not-a-map"),
     pytest.param("nodes: {gpu-node-3: {fault: [}\n", [("<document>", "syntax")], id="not-yaml"),
     pytest.param("nodes: {}\n---\nnodes: {}\n", [("<document>", "documents")], id="two-documents"),
+    pytest.param("links: {between: [a, b]}", [("links", "type")], id="links-not-a-list"),
+    pytest.param("links: [[a, b]]", [("links[0]", "type")], id="link-not-a-map"),
+    pytest.param("links: [{exitCode: 3}]", [("links[0].between", "required")], id="link-without-between"),
+    pytest.param("links: [{between: a-b}]", [("links[0].between", "type")], id="between-not-a-list"),
+    pytest.param("links: [{between: [a]}]", [("links[0].between", "type")], id="between-one-domain"),
+    pytest.param("links: [{between: [a, b, c]}]", [("links[0].between", "type")], id="between-three-domains"),
+    pytest.param("links: [{between: [a, 0]}]", [("links[0].between", "type")], id="between-a-number"),
+    pytest.param("links: [{between: ['', b]}]", [("links[0].between", "type")], id="between-an-empty-domain"),
+    pytest.param("links: [{between: [a, a]}]", [("links[0].between", "same-domain")], id="between-the-same-domain"),
+    pytest.param(
+        "links: [{between: [a, b]}, {between: [c, a]}, {between: [b, a]}]",
+        [("links[2].between", "duplicate")],
+        id="the-same-link-listed-twice",
+    ),
+    pytest.param(
+        "links: [{between: [a, b], exitCode: 0, afterSeconds: -1, node: gpu-node-3}]",
+        [("links[0].node", "unknown-field"), ("links[0].exitCode", "range"), ("links[0].afterSeconds", "range")],
+        id="bad-link-fields",
+    ),
+    pytest.param(
+        "links: [{between: [a, a]}, {between: [a]}]\nnodes: {gpu-node-3: {fault: hang, afterSeconds: 1}}\n",
+        [
+            ("links[0].between", "same-domain"),
+            ("links[1].between", "type"),
+            ('nodes["gpu-node-3"].afterSeconds', "not-allowed"),
+        ],
+        id="every-link-error-reported-in-document-order",
+    ),
     pytest.param(
         "nodes:\n  gpu-node-9: {fault: crash, exitCode: 0}\n  gpu-node-1: {fault: slow}\ndefaults: {stepTimeMs: 0}\n",
         [
@@ -301,6 +391,15 @@ def test_the_errors_read_like_the_products_own_input_errors() -> None:
         str(raised.value)
         == "plan.yaml: nodes[\"gpu-node-4\"].exitCode: not used by fault 'hang', which takes: no other field"
     )
+
+
+def test_a_link_error_names_the_domains_it_wants() -> None:
+    with pytest.raises(FaultPlanError) as raised:
+        load_fault_plan("links: [{between: [sim-cluster.0, sim-cluster.0]}, {}]")
+    assert str(raised.value).splitlines() == [
+        "links[0].between: must name two different NVLink domains, got 'sim-cluster.0' twice",
+        "links[1].between: is required: the two NVLink domains (nvidia.com/gpu.clique values) it joins",
+    ]
 
 
 def test_every_fault_kind_is_accepted_in_its_minimal_form() -> None:

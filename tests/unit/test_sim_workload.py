@@ -14,7 +14,8 @@ import copy
 import functools
 import itertools
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -177,7 +178,9 @@ def play(
     nodes: Sequence[str] = NODES,
     attempt: int = 0,
     launcher_node: str | None = None,
+    domains: Mapping[str, str] | None = None,
 ) -> dict[str, Played]:
+    """Every pod's script; `domains` is passed to `script_for` only when given, so its default is tested too."""
     chosen = load_fault_plan(plan) if isinstance(plan, str) else plan
     pods = jobset_pods(key, nodes, launcher_node=launcher_node)
     peers = rank_nodes(pods)
@@ -185,14 +188,19 @@ def play(
     for pod in pods:
         labels = pod["metadata"]["labels"]
         role = "launcher" if labels[REPLICATED_JOB_LABEL] == "launcher" else f"node-{labels[COMPLETION_INDEX]}"
-        script = script_for(pod, peers=peers, plan=chosen, attempt=attempt)
+        if domains is None:
+            script = script_for(pod, peers=peers, plan=chosen, attempt=attempt)
+        else:
+            script = script_for(pod, peers=peers, plan=chosen, attempt=attempt, domains=domains)
         played[role] = Played(role, pod["spec"]["nodeName"], script)
     return played
 
 
-def family(name: str, plan: str = "", *, attempt: int = 0) -> dict[str, Played]:
+def family(
+    name: str, plan: str = "", *, attempt: int = 0, domains: Mapping[str, str] | None = None
+) -> dict[str, Played]:
     key, nodes = FAMILIES[name]
-    return play(key, plan, nodes=nodes, attempt=attempt)
+    return play(key, plan, nodes=nodes, attempt=attempt, domains=domains)
 
 
 def first_failures(played: dict[str, Played]) -> list[Played]:
@@ -295,15 +303,19 @@ EVERY_FAULT = {
 SCENARIOS = [pytest.param(name, fault, id=f"{name}-{fault}") for name in FAMILIES for fault in EVERY_FAULT]
 
 
-@pytest.mark.parametrize(("name", "fault"), SCENARIOS)
-def test_every_script_is_well_formed(name: str, fault: str) -> None:
-    for item in family(name, EVERY_FAULT[fault]).values():
+def assert_well_formed(played: dict[str, Played]) -> None:
+    for item in played.values():
         steps = item.script.steps
         assert isinstance(steps[-1], Exit | RunForever)
         assert item.script.ready_after_seconds == 0
         assert all(step.seconds > 0 for step in steps if isinstance(step, Wait))
         assert all(step.text.endswith("\n") for step in steps if isinstance(step, Log))
         assert not any(isinstance(a, Log) and isinstance(b, Log) for a, b in itertools.pairwise(steps))
+
+
+@pytest.mark.parametrize(("name", "fault"), SCENARIOS)
+def test_every_script_is_well_formed(name: str, fault: str) -> None:
+    assert_well_formed(family(name, EVERY_FAULT[fault]))
 
 
 @pytest.mark.parametrize(("name", "fault"), SCENARIOS)
@@ -645,3 +657,126 @@ def test_a_script_refuses_a_missing_or_misplaced_end_and_a_second_ready() -> Non
     script = Script(WorkloadKind.GENERIC, (Wait(1.5), Ready(), Log("a\n"), Wait(2), Log("b\n"), Exit(3, "Error")))
     assert (script.ready_after_seconds, script.ends_after_seconds, script.log) == (1.5, 3.5, "a\nb\n")
     assert list(script) == list(script.steps)
+
+
+# --------------------------------------------------------------------------------------------- links
+
+# Two NVLink domains of two nodes each, as the sim cluster's `nvidia.com/gpu.clique` labels would put them.
+TWO_DOMAINS = {
+    "gpu-node-1": "sim-cluster.0",
+    "gpu-node-2": "sim-cluster.0",
+    "gpu-node-3": "sim-cluster.1",
+    "gpu-node-4": "sim-cluster.1",
+}
+ONE_DOMAIN = dict.fromkeys(NODES, "sim-cluster.0")
+BROKEN_LINK = "links: [{between: [sim-cluster.0, sim-cluster.1], afterSeconds: 2, exitCode: 3}]"
+
+
+def ib_error(host: str, peer: str) -> re.Pattern[str]:
+    """NCCL's InfiniBand completion error as `host` reports it about `peer`."""
+    return re.compile(
+        rf"^{host}:\d+:\d+ \[0\] transport/net_ib\.cc:\d+ NCCL WARN NET/IB : Got completion from peer "
+        rf"{peer}<\d+> with status=12 .* remoteGids::ffff:[\d.]+ hca mlx5_0$",
+        re.MULTILINE,
+    )
+
+
+@pytest.mark.parametrize("key", ["communication/nccl-all-reduce", "communication/nccl-alltoall"])
+def test_an_nccl_group_across_a_broken_link_fails_in_the_launcher_with_ib_errors_from_both_sides(key: str) -> None:
+    played = play(key, BROKEN_LINK, domains=TWO_DOMAINS)
+    launcher = played.pop("launcher")
+    assert (launcher.script.ends_after_seconds, launcher.script.exit) == (2, Exit(3, "Error"))
+    log = launcher.script.log
+    assert ib_error("gpu-node-1", "gpu-node-3").search(log)
+    assert ib_error("gpu-node-3", "gpu-node-1").search(log)
+    assert "gpu-node-1: Test NCCL failure common.cu:1005 'remote process exited or there was a network error" in log
+    assert "Primary job  terminated normally, but 2 processes returned" in log
+    assert "Exit code:    3" in log
+    assert "Cuda failure" not in log  # no GPU broke
+    result = parse_nccl_log(log)
+    assert (result.hosts, result.out_of_bounds) == (NODES, None)  # no footer: the test never finished
+    assert 0 < len(result.rows) < 32
+    # No rank pod fails, so nothing names one node as the culprit; the workers run until deleted.
+    assert {role: item.script.terminal for role, item in played.items()} == dict.fromkeys(played, RunForever())
+
+
+def test_a_training_group_across_a_broken_link_fails_on_every_rank_at_once_with_the_network_error() -> None:
+    played = play(TRAINING, BROKEN_LINK, domains=TWO_DOMAINS)
+    assert {(item.script.ends_after_seconds, item.script.exit) for item in played.values()} == {(2, Exit(3, "Error"))}
+    assert sorted(item.node for item in first_failures(played)) == list(NODES)  # every rank: no single culprit
+    across = {"gpu-node-1": "gpu-node-3", "gpu-node-2": "gpu-node-3", "gpu-node-3": "gpu-node-1"}
+    for item in played.values():
+        log = item.script.log
+        assert "NCCL error: remote process exited or there was a network error" in log
+        rank = int(item.role.removeprefix("node-")) * GPUS_PER_NODE  # the node's first global rank
+        peer = across.get(item.node, "gpu-node-1")
+        assert f"Last error:\n[rank{rank}]: NET/IB : Got completion from peer {peer}<" in log
+        assert "CUDA error" not in log
+    result = parse_megatron_log(last_rank(played).script.log)
+    assert result.last_iteration is not None
+    assert result.last_iteration < 50
+
+
+@pytest.mark.parametrize(
+    ("plan", "domains"),
+    [
+        pytest.param(BROKEN_LINK, ONE_DOMAIN, id="group-inside-one-domain"),
+        pytest.param(BROKEN_LINK.replace("sim-cluster.1", "sim-cluster.2"), TWO_DOMAINS, id="link-to-another-domain"),
+        pytest.param(
+            "links: [{between: [sim-cluster.2, sim-cluster.3]}]", TWO_DOMAINS, id="link-between-two-other-domains"
+        ),
+        pytest.param(BROKEN_LINK, {}, id="no-domains-known"),
+        pytest.param(BROKEN_LINK, {"gpu-node-1": "sim-cluster.0", "gpu-node-2": "sim-cluster.0"}, id="one-side-known"),
+        pytest.param("", TWO_DOMAINS, id="no-links"),
+    ],
+)
+@pytest.mark.parametrize("key", [NCCL_ALL_REDUCE, TRAINING])
+def test_a_group_not_spanning_a_broken_link_runs_as_if_the_plan_had_none(
+    key: str, plan: str, domains: dict[str, str]
+) -> None:
+    assert play(key, plan, domains=domains) == play(key)
+
+
+def test_without_domains_a_pod_matches_no_link() -> None:
+    assert play(NCCL_ALL_REDUCE, BROKEN_LINK) == play(NCCL_ALL_REDUCE)
+
+
+@pytest.mark.parametrize("name", ["nccl-loopback", "dcgm"])
+def test_a_single_node_workload_never_crosses_a_link(name: str) -> None:
+    domains = {"gpu-node-3": "sim-cluster.0"}
+    plan = "links: [{between: [sim-cluster.0, sim-cluster.1]}]"
+    assert family(name, plan, domains=domains) == family(name)
+
+
+@pytest.mark.parametrize("name", ["nccl-mpi", "training"])
+def test_every_link_failure_script_is_well_formed(name: str) -> None:
+    assert_well_formed(family(name, BROKEN_LINK, domains=TWO_DOMAINS))
+
+
+@pytest.mark.parametrize(
+    ("crash_after", "culprit"),
+    [
+        pytest.param(1, "gpu-node-4", id="crash-first"),
+        pytest.param(2, "gpu-node-4", id="tie-the-crash-is-attributable"),
+        pytest.param(3, None, id="link-first"),
+    ],
+)
+def test_the_earlier_of_a_node_crash_and_a_link_failure_decides_how_the_group_ends(
+    crash_after: float, culprit: str | None
+) -> None:
+    plan = f"{BROKEN_LINK}\nnodes: {{gpu-node-4: {{fault: crash, exitCode: 137, afterSeconds: {crash_after}}}}}"
+    played = play(TRAINING, plan, domains=TWO_DOMAINS)
+    first = first_failures(played)
+    if culprit is None:
+        assert len(first) == len(NODES)
+        assert {(item.failure_at, item.script.exit) for item in first} == {(2, Exit(3, "Error"))}
+    else:
+        assert [(item.node, item.failure_at) for item in first] == [(culprit, crash_after)]
+        assert "Connection closed by remote peer gpu-node-4" in played["node-0"].script.log
+
+
+@pytest.mark.parametrize("fault", ["hang", "stall"])
+def test_a_link_failure_outweighs_a_blocked_group(fault: str) -> None:
+    plan = f"{BROKEN_LINK}\n{EVERY_FAULT[fault]}"
+    assert play(NCCL_ALL_REDUCE, plan, domains=TWO_DOMAINS)["launcher"].script.exit == Exit(3, "Error")
+    assert {item.script.exit for item in play(TRAINING, plan, domains=TWO_DOMAINS).values()} == {Exit(3, "Error")}

@@ -1,0 +1,121 @@
+"""Adaptive fault isolation (`testScale: diagnose`) run by Argo's real controller, round by round.
+
+32 nodes in 4 NVLink cliques of 8 (`sim-cluster.0` .. `.3`), with two broken nodes and one broken link:
+
+    gpu-node-3   crash (clique 0)      -> failed, WorkloadFailed
+    gpu-node-21  crash (clique 2)      -> failed, WorkloadFailed
+    sim-cluster.1 <-> sim-cluster.3    -> an infrastructure fault between those domains, no node blamed
+
+The same pure planner that `plan-round` runs is played here against an oracle of the same faults, so the
+test knows how many rounds and jobs the isolation must take; the run must match it exactly and name exactly
+those nodes and that link. Every other node is certified.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+import yaml
+from kubernetes import client as k8s
+
+from nvcre_argo.plan.isolation import Candidate, plan_isolation_round
+from nvcre_argo.results import DiagnoseRecord, read_diagnose
+from tests.bench.isolation_sim import Run, Scenario, run_planner
+from tests.harness.namespaces import namespace_for_test
+from tests.sim import scenario
+from tests.sim.cluster import SimCluster
+
+RUN_TIMEOUT_S = 900
+NODES = 32
+PER_CLIQUE = 8
+FAULTY = ("gpu-node-21", "gpu-node-3")
+BROKEN_LINK = ("sim-cluster.1", "sim-cluster.3")
+FAULT_PLAN = {
+    "defaults": {"durationSeconds": 2},
+    "nodes": {node: {"fault": "crash", "exitCode": 1, "afterSeconds": 1} for node in FAULTY},
+    "links": [{"between": list(BROKEN_LINK)}],
+}
+
+
+def expected_run() -> Run:
+    """The rounds and jobs the planner needs on these faults (the simulator plays exactly this model)."""
+    candidates = tuple(
+        sorted(
+            (Candidate(f"gpu-node-{i}", f"sim-cluster.{(i - 1) // PER_CLIQUE}") for i in range(1, NODES + 1)),
+            key=lambda candidate: candidate.node,
+        )
+    )
+    faults = Scenario(candidates=candidates, node_faults=frozenset(FAULTY), link_faults=frozenset({BROKEN_LINK}))
+    return run_planner(plan_isolation_round, faults)
+
+
+@pytest.fixture
+def isolation_api(isolation_sim: SimCluster) -> Iterator[k8s.ApiClient]:
+    with isolation_sim.api_client() as client:
+        yield client
+
+
+@pytest.fixture
+def isolation_namespace(isolation_api: k8s.ApiClient, request: pytest.FixtureRequest) -> Iterator[str]:
+    with namespace_for_test(isolation_api, request.node.nodeid) as name:
+        yield name
+
+
+def diagnose_record(api: k8s.ApiClient, namespace: str, category_status: dict[str, object]) -> DiagnoseRecord:
+    ref = category_status["failedNodesRef"]
+    assert isinstance(ref, dict)
+    configmap = k8s.CoreV1Api(api).read_namespaced_config_map(ref["name"], namespace)
+    record = read_diagnose({"binaryData": configmap.binary_data or {}})
+    assert record is not None, f"{ref['name']} has no isolation summary"
+    return record
+
+
+def test_diagnose_names_exactly_the_faulty_nodes_and_the_broken_link_in_the_predicted_rounds(
+    isolation_sim: SimCluster, isolation_api: k8s.ApiClient, isolation_namespace: str
+) -> None:
+    api, namespace = isolation_api, isolation_namespace
+    predicted = expected_run()
+    scenario.install(isolation_sim.kubeconfig, namespace, submit=False)
+    scenario.write_fault_plan(api, namespace, yaml.safe_dump(FAULT_PLAN))
+    certification = scenario.example_certification(
+        namespace,
+        categories=[
+            {
+                "domain": "communication",
+                "variant": "nccl-all-reduce",
+                "options": {"testScale": "diagnose", "timeoutPerJob": "4m"},
+            }
+        ],
+    )
+    scenario.apply_certification(api, certification)
+    parent = scenario.submit(api, scenario.compile_workflow(isolation_sim.kubeconfig, certification))
+
+    assert scenario.wait_workflow_done(api, namespace, parent, timeout_s=RUN_TIMEOUT_S) == "Failed"
+    found = scenario.wait_certification_result(api, namespace, "gpu-cluster-cert", timeout_s=120)
+    (category,) = found["status"]["categoryStatuses"]
+    tree = scenario.workflow_tree(api, namespace)
+    nodes = scenario.category_nodes(api, namespace, category)
+    assert {name: reason for name, (reason, _) in nodes.failed.items()} == dict.fromkeys(FAULTY, "WorkloadFailed"), tree
+    healthy = {f"gpu-node-{i}" for i in range(1, NODES + 1)} - set(FAULTY)
+    assert set(nodes.succeeded) == healthy
+
+    record = diagnose_record(api, namespace, category)
+    assert [fault["domain"] for fault in record["infrastructureFaults"]] == ["|".join(BROKEN_LINK)], json.dumps(record)
+    assert (record["rounds"], record["jobs"], record["nodeJobs"]) == (
+        predicted.rounds,
+        predicted.jobs,
+        predicted.node_jobs,
+    ), json.dumps(record["history"])
+    assert record["untested"] == []
+    assert scenario.unfinished_trainjobs(api, namespace) == []
+
+    # In the Argo UI each round is a plan-round step and its groups `r<round>-g<i>`; the last plan-round ends it.
+    (child,) = scenario.workflows(api, namespace, "nvcre.nvidia.com/role=category")
+    pods = [node for node in child["status"]["nodes"].values() if node["type"] == "Pod"]
+    assert sum(node["templateName"] == "plan-round" for node in pods) == predicted.rounds + 1, tree
+    groups = [node["displayName"] for node in pods if node["templateName"] == "run-group"]
+    assert len(groups) == predicted.jobs, groups
+    rounds = {name.split(":")[1].split("-")[0] for name in groups}
+    assert rounds == {f"r{n}" for n in range(1, predicted.rounds + 1)}, groups
