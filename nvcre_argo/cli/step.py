@@ -26,7 +26,12 @@ from nvcre_argo.steps.cleanup import cleanup_step
 from nvcre_argo.steps.context import StepContext, parse_category
 from nvcre_argo.steps.deadline import set_category_deadline
 from nvcre_argo.steps.diagnosing import plan_round_step
-from nvcre_argo.steps.group_summary import failed_node_count, failure_summary, measurement_text
+from nvcre_argo.steps.group_summary import (
+    failed_node_count,
+    failure_summary,
+    isolation_job_summary,
+    measurement_text,
+)
 from nvcre_argo.steps.measurements import measure_log
 from nvcre_argo.steps.planning import load_plan, plan_step
 from nvcre_argo.steps.recording import read_group_results, record_step
@@ -144,6 +149,12 @@ def run_command(ctx: click.Context) -> None:
         matched=len(plan.candidates),
     )
     _write_output(contract.MEASUREMENTS_FILE, measurement_text(result))
+    if group.round is not None:
+        # A diagnose job blames nobody: the isolation's verdict (the record step) names the faulty nodes.
+        _write_output(contract.FAILED_NODE_COUNT_FILE, "")
+        if not result.succeeded:
+            _fail_with(isolation_job_summary(result, round_number=group.round, stage=group.stage or ""))
+        return
     _write_output(contract.FAILED_NODE_COUNT_FILE, str(failed_node_count(result)))
     if not result.succeeded:
         _fail_with(failure_summary(result))

@@ -27,6 +27,17 @@ def failed_node_count(result: GroupResult) -> int:
     return len({node["name"] for iteration in result.iterations for node in iteration.failed_nodes})
 
 
+def isolation_job_summary(result: GroupResult, *, round_number: int, stage: str) -> str:
+    """A failed job of a diagnose round: it blames no node itself (a group fails for any one bad member, and
+    which one is what the next rounds find out), so it says what the job was and why it failed."""
+    failed = next((iteration for iteration in result.iterations if not iteration.succeeded), None)
+    why = failed.message.splitlines()[0] if failed is not None and failed.message else "the group did not pass"
+    return (
+        f"isolation job failed (round {round_number}, {stage}, {len(result.nodes)} nodes; "
+        f"the next rounds find which node or link is at fault): {why}"
+    )
+
+
 def failure_summary(result: GroupResult) -> str:
     """`2 node(s) failed: gpu-node-3 (WorkloadFailed), ...: <why>` for the first failed iteration; a group that
     failed without blaming a node (its measurement unreadable) says so."""

@@ -18,7 +18,12 @@ from nvcre_argo.render.certification_workflow import embedded_category_workflow
 from nvcre_argo.render.step_placement import StepPlacement, Toleration, avoid_target_affinity, placement_spec
 from nvcre_argo.results import GroupResultRecord, IterationRecord
 from nvcre_argo.steps.deadline import ITERATION_ALLOWANCE_S, WORKFLOW_ALLOWANCE_S, category_deadline_seconds
-from nvcre_argo.steps.group_summary import failed_node_count, failure_summary, measurement_text
+from nvcre_argo.steps.group_summary import (
+    failed_node_count,
+    failure_summary,
+    isolation_job_summary,
+    measurement_text,
+)
 from nvcre_argo.steps.running import GroupResult, IterationResult, next_attempt
 from nvcre_argo.yamlio import load_yaml_mapping
 from tests.unit.test_plan import edited_by_hand, resolve
@@ -208,6 +213,18 @@ def test_a_group_that_blamed_nobody_says_it_is_not_certified() -> None:
     result = GroupResult("g0", ["a"], [failed(0, "its nccl-bandwidth measurement is unavailable")])
     assert failure_summary(result).startswith("no node blamed: its nccl-bandwidth measurement")
     assert failed_node_count(result) == 0
+
+
+def test_a_failed_isolation_job_blames_nobody_and_says_which_round_and_stage_it_was() -> None:
+    blamed = ("gpu-node-1", "WorkloadFailed")
+    result = GroupResult("r1-g0", ["gpu-node-1", "gpu-node-2"], [failed(0, "TrainJob/tj failed: rank 3\ntail", blamed)])
+
+    summary = isolation_job_summary(result, round_number=1, stage="intra-screening")
+
+    assert summary == (
+        "isolation job failed (round 1, intra-screening, 2 nodes; the next rounds find which node or link is at "
+        "fault): TrainJob/tj failed: rank 3"
+    )
 
 
 def test_measurements_show_each_iteration_when_the_group_repeats() -> None:
