@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 EXAMPLE := examples/gpu-cluster-cert.yaml
 PYTEST_ARGS ?= -n 2 --dist loadfile
 # One simulated cluster serves every end-to-end test, so they run in one process (no xdist).
-E2E_ARGS ?= -p no:xdist
+E2E_ARGS ?= -p no:xdist --durations=25
 
 .PHONY: help run test lint types contracts unit integration e2e demo testbin generate check-generated snapshots bench clean
 

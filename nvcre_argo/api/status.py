@@ -2,7 +2,9 @@
 
 Beyond the reference's conditions and per-category statuses it carries `observedGeneration`, a one-word
 `result`, node counts and `passed` ("2/3"), so `kubectl get certifications` answers "is this pool certified?"
-without any CLI. Tolerant of unknown fields: a newer watcher may have written more.
+without any CLI. A `testScale: diagnose` category also carries its isolation summary (`diagnose`): faults no
+failed-node list can name (a broken link between two domains) and nodes left untested. Tolerant of unknown
+fields: a newer watcher may have written more.
 """
 
 from __future__ import annotations
@@ -15,6 +17,11 @@ from nvcre_argo.api.base import ServerModel
 
 CategoryPhase = Literal["Pending", "InProgress", "Succeeded", "Failed"]
 Result = Literal["PASSED", "FAILED", "INCOMPLETE", "RUNNING"]
+# How much of a diagnose category's isolation summary the status lists: the Certification is read by every
+# `kubectl get`, so a run that leaves thousands of nodes untested must not make it thousands of entries long.
+DIAGNOSE_MAX_FAULTS = 20
+DIAGNOSE_MAX_GROUP_NAMES = 32
+DIAGNOSE_MAX_UNTESTED = 50
 
 
 class Condition(ServerModel):
@@ -41,6 +48,46 @@ class TypedLocalObjectReference(ServerModel):
     name: str = Field(description="Name of the referent.")
 
 
+class InfrastructureFault(ServerModel):
+    """A fault a diagnose category found that no single node explains (a link, a switch trunk, a cable)."""
+
+    domain: str = Field(description='The topology domain, or "<a>|<b>" for the link between domains a and b.')
+    group_a: list[str] = Field(
+        description=f"Nodes on one side of the fault (at most the first {DIAGNOSE_MAX_GROUP_NAMES} names)."
+    )
+    group_b: list[str] = Field(
+        description=f"Nodes on the other side of the fault (at most the first {DIAGNOSE_MAX_GROUP_NAMES} names)."
+    )
+    stage: str = Field(description="The isolation stage that found it, e.g. inter-screening.")
+
+
+class UntestedNode(ServerModel):
+    """A node a diagnose category could not settle either way: neither certified nor failed."""
+
+    node: str = Field(description="Node name.")
+    reason: str = Field(description="Why it was left untested.")
+
+
+class DiagnoseSummary(ServerModel):
+    """How a `testScale: diagnose` category's isolation went and what it found beyond failed nodes.
+
+    Lists are cut short so the status stays small (the counts are whole); the failed-nodes ConfigMap's
+    `diagnose.json.gz` holds every entry and each round's groups."""
+
+    rounds: int = Field(ge=0, description="Isolation rounds run.")
+    jobs: int = Field(ge=0, description="Jobs (node groups) run over all rounds.")
+    node_jobs: int = Field(ge=0, description="Sum of the jobs' node counts: the cost of the isolation.")
+    infrastructure_fault_count: int = Field(default=0, ge=0, description="Infrastructure faults found.")
+    infrastructure_faults: list[InfrastructureFault] = Field(
+        default_factory=list, description=f"The infrastructure faults (at most the first {DIAGNOSE_MAX_FAULTS})."
+    )
+    untested_node_count: int = Field(default=0, ge=0, description="Nodes left untested.")
+    untested_nodes: list[UntestedNode] = Field(
+        default_factory=list,
+        description=f"The untested nodes with the reason (at most the first {DIAGNOSE_MAX_UNTESTED}).",
+    )
+
+
 class CategoryStatus(ServerModel):
     """The state of one category, in spec order."""
 
@@ -55,6 +102,9 @@ class CategoryStatus(ServerModel):
         default=None, description="ConfigMap with succeeded-nodes.csv.gz."
     )
     message: str | None = Field(default=None, description="Why the category is in this state.")
+    diagnose: DiagnoseSummary | None = Field(
+        default=None, description="testScale diagnose only: the isolation summary (rounds, faults, untested nodes)."
+    )
 
 
 class CertificationStatus(ServerModel):

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from nvcre_argo.api.status import CertificationStatus
+from nvcre_argo.api.status import CertificationStatus, DiagnoseSummary
 from nvcre_argo.cli.cluster import kubeconfig_option, open_cluster
 from nvcre_argo.cli.inputs import check_namespace
 from nvcre_argo.kube.client import ApiError, KubeClient
@@ -18,10 +18,12 @@ from nvcre_argo.report.render import render_json, render_junit, render_text
 from nvcre_argo.results import (
     RECORD_GROUP_RESULT,
     ResultsError,
+    read_diagnose,
     read_failed_nodes,
     read_group_result,
     read_succeeded_nodes,
 )
+from nvcre_argo.watch.diagnose import diagnose_summary
 
 RENDERERS = {"text": render_text, "json": render_json, "junit": render_junit}
 
@@ -52,16 +54,29 @@ def _figures(kube: KubeClient, namespace: str, workflow: str) -> dict[str, float
     return figures
 
 
+def _diagnose(configmap: dict[str, Any], index: int) -> DiagnoseSummary | None:
+    """A diagnose category's whole isolation summary; a malformed one is a warning (the status's summary is
+    shown) and never hides the failed nodes beside it."""
+    try:
+        record = read_diagnose(configmap)
+        return diagnose_summary(record, capped=False) if record is not None else None
+    except ResultsError as error:
+        click.echo(f"warning: category {index}: {error}", err=True)
+        return None
+
+
 def collect_results(kube: KubeClient, namespace: str, status: CertificationStatus | None) -> dict[int, CategoryResults]:
     results: dict[int, CategoryResults] = {}
     for index, category in enumerate(status.category_statuses or [] if status else []):
         failed: list[dict[str, Any]] = []
         succeeded: list[str] = []
         missing: list[str] = []
+        diagnose: DiagnoseSummary | None = None
         try:
             if category.failed_nodes_ref and (
                 configmap := _configmap(kube, namespace, category.failed_nodes_ref.name, missing)
             ):
+                diagnose = _diagnose(configmap, index)
                 failed = [
                     {"name": node.name, "reason": node.reason, "message": node.message}
                     for node in read_failed_nodes(configmap)
@@ -76,7 +91,7 @@ def collect_results(kube: KubeClient, namespace: str, status: CertificationStatu
         for name in missing:
             click.echo(f"warning: category {index}: result ConfigMap {namespace}/{name} no longer exists", err=True)
         results[index] = CategoryResults(
-            failed_nodes=failed, succeeded_nodes=succeeded, figures=figures, missing=missing
+            failed_nodes=failed, succeeded_nodes=succeeded, figures=figures, missing=missing, diagnose=diagnose
         )
     return results
 

@@ -1,8 +1,9 @@
 """What a status computation needs besides the Workflows: facts read from the result ConfigMaps.
 
 Failed nodes come from each category's `failed-nodes-<id>` ConfigMap (distinct names across categories, and
-which categories saw a `ThresholdViolation`); excluded nodes from each category's plan ConfigMap. A ConfigMap
-is written once, so its decoded contents are cached by resourceVersion: a reconcile storm costs reads and no
+which categories saw a `ThresholdViolation`), and so does a diagnose category's isolation summary (read from
+the same object, so it costs no request); excluded nodes from each category's plan ConfigMap. A ConfigMap is
+written once, so its decoded contents are cached by resourceVersion: a reconcile storm costs reads and no
 decoding.
 
 Why the cache forgets: a watcher runs for months while Certifications and Workflows come and go. Each
@@ -19,13 +20,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from nvcre_argo.api.status import CategoryStatus
+from nvcre_argo.api.status import CategoryStatus, DiagnoseSummary
 from nvcre_argo.kube.client import ApiError, KubeClient
 from nvcre_argo.kube.resources import CONFIGMAPS
 from nvcre_argo.names import LABEL_ROLE, ROLE_CATEGORY, group_nodes_configmap
 from nvcre_argo.plan.model import PlanError
 from nvcre_argo.plan.storage import plan_from_configmap
-from nvcre_argo.results import THRESHOLD_VIOLATION, FailedNode, ResultsError, read_failed_nodes
+from nvcre_argo.results import (
+    THRESHOLD_VIOLATION,
+    FailedNode,
+    ResultsError,
+    read_diagnose,
+    read_failed_nodes,
+)
+from nvcre_argo.watch.diagnose import diagnose_summary
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -42,6 +50,30 @@ class ResultCounts:
     threshold_categories: frozenset[int]
     unread_categories: frozenset[int]
     excluded_nodes: int | None
+    diagnose: Mapping[int, DiagnoseSummary] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FailedNodesContents:
+    """What a failed-nodes ConfigMap holds: its nodes and, for a diagnose category, its isolation summary (as
+    the status holds it)."""
+
+    nodes: list[FailedNode]
+    diagnose: DiagnoseSummary | None
+
+
+def read_failed_nodes_contents(configmap: dict[str, Any]) -> FailedNodesContents:
+    """Both parts of a failed-nodes ConfigMap. ResultsError when the failed-node list is malformed; a malformed
+    isolation summary is logged and left out instead, so it never hides the failed nodes beside it."""
+    nodes = read_failed_nodes(configmap)
+    try:
+        record = read_diagnose(configmap)
+        diagnose = diagnose_summary(record) if record is not None else None
+    except ResultsError as error:
+        name = (configmap.get("metadata") or {}).get("name", "")
+        log.warning("ConfigMap %s: the isolation summary is left out: %s", name, error)
+        diagnose = None
+    return FailedNodesContents(nodes, diagnose)
 
 
 class DecodedCache:
@@ -98,9 +130,9 @@ class ConfigMapReader:
     kube: KubeClient
     cache: DecodedCache = field(default_factory=DecodedCache)
 
-    def failed_nodes(self, namespace: str, name: str) -> list[FailedNode] | None:
-        """The ConfigMap's failed nodes; None when it is gone or does not hold them."""
-        return self._decoded(namespace, name, read_failed_nodes, (ValueError, ResultsError))
+    def failed_nodes(self, namespace: str, name: str) -> FailedNodesContents | None:
+        """The ConfigMap's failed nodes (and isolation summary); None when it is gone or does not hold them."""
+        return self._decoded(namespace, name, read_failed_nodes_contents, (ValueError, ResultsError))
 
     def excluded_nodes(self, namespace: str, workflow_uid: str) -> set[str] | None:
         """The nodes the plan of this category Workflow excluded; None when the plan cannot be read."""
@@ -154,17 +186,20 @@ def read_counts(
     failed: set[str] = set()
     threshold: set[int] = set()
     unread: set[int] = set()
+    diagnose: dict[int, DiagnoseSummary] = {}
     for index, category in enumerate(categories):
         if category.failed_nodes_ref is None:
             continue
         read.add((namespace, category.failed_nodes_ref.name))
-        nodes = reader.failed_nodes(namespace, category.failed_nodes_ref.name)
-        if nodes is None:
+        contents = reader.failed_nodes(namespace, category.failed_nodes_ref.name)
+        if contents is None:
             unread.add(index)
             continue
-        failed |= {node.name for node in nodes}
-        if any(node.reason == THRESHOLD_VIOLATION for node in nodes):
+        failed |= {node.name for node in contents.nodes}
+        if any(node.reason == THRESHOLD_VIOLATION for node in contents.nodes):
             threshold.add(index)
+        if contents.diagnose is not None:
+            diagnose[index] = contents.diagnose
     excluded = _excluded(reader, namespace, categories, workflows, read)
     reader.retain(owner, read)
     return ResultCounts(
@@ -172,6 +207,7 @@ def read_counts(
         threshold_categories=frozenset(threshold),
         unread_categories=frozenset(unread),
         excluded_nodes=excluded,
+        diagnose=diagnose,
     )
 
 

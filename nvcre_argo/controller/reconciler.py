@@ -137,6 +137,7 @@ class Reconciler:
             failed_node_names=counts.failed_node_names,
             threshold_categories=counts.threshold_categories,
             unread_categories=counts.unread_categories,
+            diagnose=counts.diagnose,
         )
         return self._write(certification, previous, status)
 

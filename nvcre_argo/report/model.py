@@ -4,8 +4,13 @@ Why a model separate from the renderers: the verdict, the counts and the order o
 once, here, and the text, JSON and JUnit outputs only format them, so they can never disagree. Inputs are
 what a caller reads from the cluster: the Certification (a dict, as the API server returns it), its
 `CertificationStatus`, and per category index the contents of its ConfigMaps (`failed-nodes.json.gz`
-entries `{name, reason, message}`, `succeeded-nodes.csv.gz` names) and optional measurement figures such as
-`busBandwidthGBps`. Decoding the ConfigMaps is the caller's job; nothing here does I/O.
+entries `{name, reason, message}`, `succeeded-nodes.csv.gz` names, a diagnose category's `diagnose.json.gz`)
+and optional measurement figures such as `busBandwidthGBps`. Decoding the ConfigMaps is the caller's job;
+nothing here does I/O.
+
+A diagnose category's isolation summary comes whole from its ConfigMap when the caller could read it
+(`watch.diagnose.diagnose_summary(record, capped=False)`), else from the status, whose lists are cut short
+(its counts stay whole).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from nvcre_argo.api.status import CertificationStatus, Result
+from nvcre_argo.api.status import CategoryStatus, CertificationStatus, DiagnoseSummary, Result
 from nvcre_argo.watch.conditions import VALIDATION_FAILED, find_condition
 from nvcre_argo.watch.status import derive_result
 
@@ -37,6 +42,7 @@ class CategoryResults:
     figures: Mapping[str, float] = field(default_factory=dict)
     # Result ConfigMaps the status names that no longer exist (deleted by hand or with an old owner).
     missing: Sequence[str] = ()
+    diagnose: DiagnoseSummary | None = None  # a diagnose category's whole isolation summary
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,7 @@ class CategoryReport:
     succeeded_nodes: tuple[str, ...]
     figures: tuple[tuple[str, float], ...]
     missing_results: tuple[str, ...] = ()
+    diagnose: DiagnoseSummary | None = None
 
     @property
     def key(self) -> str:
@@ -103,6 +110,13 @@ def _mnnvl(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
+def _diagnose(decoded: CategoryResults, observed: CategoryStatus | None) -> DiagnoseSummary | None:
+    """The whole summary from the ConfigMap when it was read, else the status's (lists cut short)."""
+    if decoded.diagnose is not None:
+        return decoded.diagnose
+    return observed.diagnose if observed else None
+
+
 def build_report(
     certification: Mapping[str, Any],
     status: CertificationStatus | None,
@@ -140,6 +154,7 @@ def build_report(
                 succeeded_nodes=tuple(sorted(set(decoded.succeeded_nodes) - {""})),
                 figures=tuple(sorted((str(key), float(value)) for key, value in decoded.figures.items())),
                 missing_results=tuple(decoded.missing),
+                diagnose=_diagnose(decoded, observed),
             )
         )
     union = sorted({node.name for category in categories for node in category.failed_nodes})

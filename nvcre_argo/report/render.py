@@ -8,6 +8,12 @@ per category (docs/nvcre-contract.md §7.13, ADR-088): a failed category carries
 nodes, a category that has not finished carries an `error`, and an INCOMPLETE certification (every category
 passed, some target nodes excluded: "not certified") adds one `certification` testcase with an `error`, so CI
 never shows green for a pool that is not certified.
+
+A diagnose category adds one failed testcase per infrastructure fault (`<category>/link <a>|<b>`: a fault no
+node explains has no node to hang a failure on) and one skipped testcase per untested node
+(`<category>/untested <node>`, the reason as its message). Skipped rather than system-out because JUnit
+consumers count skipped testcases in their summary and list each with its message, while system-out is shown,
+if at all, only on a testcase's own page: an untested node must be seen, but it neither passed nor failed.
 """
 
 from __future__ import annotations
@@ -17,7 +23,9 @@ import unicodedata
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from nvcre_argo.api.status import DiagnoseSummary, InfrastructureFault
 from nvcre_argo.report.model import CategoryReport, Report
+from nvcre_argo.watch.diagnose import describe_fault, fault_kind
 
 REPORT_VERSION = 1
 _VERDICTS = {
@@ -58,6 +66,40 @@ def _count(value: int | None) -> str:
     return "unknown" if value is None else str(value)
 
 
+def _names(names: list[str], limit: int = 5) -> str:
+    shown = ", ".join(escape(name) for name in names[:limit])
+    return shown + (f" (+{len(names) - limit} more)" if len(names) > limit else "")
+
+
+def _fault_line(fault: InfrastructureFault) -> str:
+    """`link <a>|<b> (<stage>): <group A> and <group B>`: which fault, who found it, between which nodes."""
+    return f"{escape(fault_kind(fault))} ({escape(fault.stage)}): {_names(fault.group_a)} and {_names(fault.group_b)}"
+
+
+def _diagnose_counts(summary: DiagnoseSummary) -> str:
+    """What the isolation cost, in the units the planner is judged by."""
+    return f"{summary.rounds} rounds, {summary.jobs} jobs, {summary.node_jobs} node-jobs"
+
+
+def _diagnose_text(summary: DiagnoseSummary) -> list[str]:
+    """The isolation's cost, then every infrastructure fault and untested node it reported (a list the status
+    cut short says how many it leaves out)."""
+    lines = [f"  Diagnose:  {_diagnose_counts(summary)}"]
+    faults, untested = summary.infrastructure_faults, summary.untested_nodes
+    if summary.infrastructure_fault_count:
+        lines.append(f"  Infrastructure faults: {summary.infrastructure_fault_count}")
+        lines.extend(f"    {_fault_line(fault)}" for fault in faults)
+        if summary.infrastructure_fault_count > len(faults):
+            lines.append(f"    (+{summary.infrastructure_fault_count - len(faults)} more not listed in the status)")
+    if summary.untested_node_count:
+        lines.append(f"  Untested nodes: {summary.untested_node_count}")
+        width = max((len(escape(item.node)) for item in untested), default=0)
+        lines.extend(f"    {escape(item.node).ljust(width)}  {escape(item.reason)}" for item in untested)
+        if summary.untested_node_count > len(untested):
+            lines.append(f"    (+{summary.untested_node_count - len(untested)} more not listed in the status)")
+    return lines
+
+
 def _category_text(category: CategoryReport, total: int) -> list[str]:
     lines = [f"[{category.index + 1}/{total}] {escape(category.key)}", f"  Status:    {category.status}"]
     if category.workflow:
@@ -66,6 +108,8 @@ def _category_text(category: CategoryReport, total: int) -> list[str]:
     lines.append(f"  Nodes:     {len(category.succeeded_nodes)} passed, {len(category.failed_nodes)} failed")
     if category.message:
         lines.append(f"  Message:   {escape(category.message)}")
+    if category.diagnose is not None:
+        lines.extend(_diagnose_text(category.diagnose))
     lines.extend(
         f"  Missing:   ConfigMap {escape(name)} no longer exists: its nodes cannot be listed"
         for name in category.missing_results
@@ -137,6 +181,7 @@ def report_dict(report: Report) -> dict[str, Any]:
                 ],
                 "succeededNodes": list(category.succeeded_nodes),
                 "missingResults": list(category.missing_results),
+                "diagnose": category.diagnose.model_dump(mode="json", by_alias=True) if category.diagnose else None,
             }
             for category in report.categories
         ],
@@ -159,6 +204,7 @@ def _category_case(suite: ET.Element, classname: str, category: CategoryReport) 
     if category.failed:
         outcome = "failure"
         nodes = [f"{node.name}: {node.reason}: {node.message}" for node in category.failed_nodes]
+        nodes += _diagnose_findings(category.diagnose)
         failure = ET.SubElement(
             case,
             "failure",
@@ -172,8 +218,45 @@ def _category_case(suite: ET.Element, classname: str, category: CategoryReport) 
     details = [f"workflow: {category.workflow or '-'}", f"mnnvl: {_mnnvl(category.mnnvl)}"]
     details.append(f"nodes: {len(category.succeeded_nodes)} passed, {len(category.failed_nodes)} failed")
     details.extend(f"{key}: {_figure(value)}" for key, value in category.figures)
+    if category.diagnose is not None:
+        details.append(f"diagnose: {_diagnose_counts(category.diagnose)}")
     ET.SubElement(case, "system-out").text = "\n".join(escape(line) for line in details)
     return outcome
+
+
+def _diagnose_findings(summary: DiagnoseSummary | None) -> list[str]:
+    """The category failure's lines beyond failed nodes: each infrastructure fault, how many nodes untested."""
+    if summary is None:
+        return []
+    lines = [f"infrastructure fault: {describe_fault(fault)}" for fault in summary.infrastructure_faults]
+    if summary.untested_node_count:
+        lines.append(f"{summary.untested_node_count} node(s) left untested")
+    return lines
+
+
+def _diagnose_cases(suite: ET.Element, classname: str, category: CategoryReport) -> list[str]:
+    """A failed testcase per infrastructure fault and a skipped one per untested node; their outcomes."""
+    summary = category.diagnose
+    if summary is None:
+        return []
+    outcomes = []
+    for fault in summary.infrastructure_faults:
+        case = _testcase(suite, classname, f"{category.key}/{fault_kind(fault)}")
+        failure = ET.SubElement(
+            case, "failure", {"message": escape(describe_fault(fault)), "type": "InfrastructureFault"}
+        )
+        lines = [
+            f"stage: {fault.stage}",
+            f"group A: {', '.join(fault.group_a)}",
+            f"group B: {', '.join(fault.group_b)}",
+        ]
+        failure.text = "\n".join(escape(line) for line in lines)
+        outcomes.append("failure")
+    for item in summary.untested_nodes:
+        case = _testcase(suite, classname, f"{category.key}/untested {item.node}")
+        ET.SubElement(case, "skipped", {"message": escape(f"untested: {item.reason}")})
+        outcomes.append("skipped")
+    return outcomes
 
 
 def render_junit(report: Report) -> str:
@@ -191,7 +274,10 @@ def render_junit(report: Report) -> str:
         ("failedNodes", _count(report.failed_node_count)),
     ):
         ET.SubElement(properties, "property", {"name": key, "value": value})
-    outcomes = [_category_case(suite, classname, category) for category in report.categories]
+    outcomes: list[str | None] = []
+    for category in report.categories:
+        outcomes.append(_category_case(suite, classname, category))
+        outcomes.extend(_diagnose_cases(suite, classname, category))
     if report.result == "INCOMPLETE" or not report.categories:
         case = _testcase(suite, classname, "certification")
         ET.SubElement(case, "error", {"message": verdict(report), "type": report.result})
@@ -200,7 +286,7 @@ def render_junit(report: Report) -> str:
         "tests": str(len(outcomes)),
         "failures": str(outcomes.count("failure")),
         "errors": str(outcomes.count("error")),
-        "skipped": "0",
+        "skipped": str(outcomes.count("skipped")),
         "time": "0",
     }
     root.attrib.update({key: counts[key] for key in ("tests", "failures", "errors", "time")})

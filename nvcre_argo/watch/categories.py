@@ -19,7 +19,12 @@ from nvcre_argo.api.status import (
     TypedLocalObjectReference,
     WorkflowReference,
 )
-from nvcre_argo.contract import OUTPUT_FAILED_NODES_REF, OUTPUT_SUCCEEDED_NODES_REF, TEMPLATE_RUN_GROUP
+from nvcre_argo.contract import (
+    OUTPUT_FAILED_NODES_REF,
+    OUTPUT_SUCCEEDED_NODES_REF,
+    TEMPLATE_DIAGNOSE,
+    TEMPLATE_RUN_GROUP,
+)
 from nvcre_argo.names import LABEL_CATEGORY_INDEX, LABEL_CERTIFICATION, LABEL_ROLE, ROLE_CATEGORY, ROLE_PARENT
 from nvcre_argo.watch import workflows as wf
 from nvcre_argo.watch.conditions import (
@@ -88,7 +93,10 @@ def _from_workflow(domain: str, variant: str, child: Mapping[str, Any], namespac
         status = "Failed"
         message = wf.message(child) or f"Workflow {wf.name(child)} ended {phase}"
     elif phase == "Succeeded":
-        groups = wf.failed_steps(nodes, TEMPLATE_RUN_GROUP)
+        # A diagnose loop learns from failed groups (a transient failure is cleared later), so there the
+        # record step's verdict alone decides.
+        diagnosing = (child.get("spec") or {}).get("entrypoint") == TEMPLATE_DIAGNOSE
+        groups = [] if diagnosing else wf.failed_steps(nodes, TEMPLATE_RUN_GROUP)
         if groups:
             status = "Failed"
             message = "; ".join(f"group {group} failed" + (f": {text}" if text else "") for group, text in groups)

@@ -13,7 +13,7 @@ docs/argo-hera-trainer.md §2.2), one category at a time, in spec order:
 | --- | --- |
 | its Workflow, phase `""`, Pending or Running | InProgress |
 | its Workflow, Succeeded, and no `run-group` node Failed/Error | Succeeded |
-| its Workflow, Succeeded, but a `run-group` node Failed/Error (hidden by `continueOn`) | Failed |
+| its Workflow, Succeeded, but a `run-group` node Failed/Error (hidden by `continueOn`), not a diagnose loop | Failed |
 | its Workflow, Failed or Error | Failed, with the Workflow's message |
 | no Workflow; the last status was terminal and of this run (*) (the Workflow was garbage-collected) | kept |
 | no Workflow; the last status of this run (*) named one that was not finished | Failed: it was deleted |
@@ -31,6 +31,11 @@ ValidationFailed is True when a failed category's failed-nodes ConfigMap lists a
 structured fact the caller reads (`threshold_categories`), never guessed from message text. The category's
 message gets a note saying so for people; when that ConfigMap cannot be read this time (deleted by hand), a
 ValidationFailed already written True is kept rather than erased.
+
+A `testScale: diagnose` category's failed-nodes ConfigMap also holds its isolation summary (`diagnose`, made
+by `watch.diagnose.diagnose_summary`): the category's status carries it, and a fault no node explains
+(a broken link between domains) or a node left untested makes the category Failed with the finding leading
+its message, even when no node failed. An unreadable ConfigMap keeps the summary written before.
 
 Two steps, so the caller reads each result ConfigMap once: `view_workflows` gives what the Workflows alone say
 (including which ConfigMaps the categories point at), then `compute_status` adds the ConfigMap facts.
@@ -50,6 +55,7 @@ from nvcre_argo.api.status import (
     CategoryStatus,
     CertificationStatus,
     Condition,
+    DiagnoseSummary,
     Result,
 )
 from nvcre_argo.watch import workflows as wf
@@ -85,6 +91,7 @@ from nvcre_argo.watch.conditions import (
     active_condition,
     find_condition,
 )
+from nvcre_argo.watch.diagnose import current_summaries, mark_diagnose
 from nvcre_argo.watch.events import Event, events_for_transition
 
 __all__ = [
@@ -226,6 +233,7 @@ def compute_status(
     failed_node_names: Collection[str] | None = None,
     threshold_categories: Collection[int] = (),
     unread_categories: Collection[int] = (),
+    diagnose: Mapping[int, DiagnoseSummary] | None = None,
 ) -> CertificationStatus:
     """The Certification's status given its Workflows (see the module docstring for every rule).
 
@@ -233,13 +241,15 @@ def compute_status(
     `excluded_nodes` and `failed_node_names` come from ConfigMaps the caller read; when a caller passes None
     (it could not read them this time), the previous values are kept rather than erased.
     `threshold_categories` are the indices of categories whose failed-nodes ConfigMap lists a
-    `ThresholdViolation` node, `unread_categories` those whose failed-nodes ConfigMap could not be read."""
+    `ThresholdViolation` node, `unread_categories` those whose failed-nodes ConfigMap could not be read, and
+    `diagnose` the isolation summaries found in failed-nodes ConfigMaps, by category index."""
     metadata = certification.get("metadata") or {}
     generation = metadata.get("generation")
     generation = generation if isinstance(generation, int) else None
     view = view if view is not None else view_workflows(certification, workflows, previous)
+    summaries = current_summaries(view.categories, diagnose or {}, unread_categories, previous)
     categories = [
-        mark_threshold(category) if index in threshold_categories else category
+        _with_results(category, summaries.get(index), threshold=index in threshold_categories)
         for index, category in enumerate(view.categories)
     ]
     kind, reason, message = _exclusive(categories, view.parent, view.parent_seen, previous)
@@ -262,6 +272,14 @@ def compute_status(
         conditions=_conditions([*wanted, validation], previous, generation, format_time(now)),
         category_statuses=categories,
     )
+
+
+def _with_results(category: CategoryStatus, summary: DiagnoseSummary | None, *, threshold: bool) -> CategoryStatus:
+    """A category with what its failed-nodes ConfigMap says: the isolation summary first (its findings lead
+    the message), then the threshold note."""
+    if summary is not None:
+        category = mark_diagnose(category, summary)
+    return mark_threshold(category) if threshold else category
 
 
 def _validation(

@@ -8,7 +8,8 @@
 
 The same pure planner that `plan-round` runs is played here against an oracle of the same faults, so the
 test knows how many rounds and jobs the isolation must take; the run must match it exactly and name exactly
-those nodes and that link. Every other node is certified.
+those nodes and that link, in the ConfigMaps, the Certification's status and `nvcre-argo report`. Every other
+node is certified.
 """
 
 from __future__ import annotations
@@ -110,6 +111,18 @@ def test_diagnose_names_exactly_the_faulty_nodes_and_the_broken_link_in_the_pred
     ), json.dumps(record["history"])
     assert record["untested"] == []
     assert scenario.unfinished_trainjobs(api, namespace) == []
+
+    # What an operator reads: the Certification's status and `nvcre-argo report`.
+    link = "link fault between domains sim-cluster.1 and sim-cluster.3"
+    assert link in category["message"], json.dumps(category)
+    summary = category["diagnose"]
+    assert (summary["rounds"], summary["jobs"]) == (predicted.rounds, predicted.jobs)
+    assert [fault["domain"] for fault in summary["infrastructureFaults"]] == ["|".join(BROKEN_LINK)]
+    report = scenario.run_cli(
+        "report", "gpu-cluster-cert", "-n", namespace, kubeconfig=isolation_sim.kubeconfig, check=False
+    )
+    assert f"Diagnose:  {predicted.rounds} rounds, {predicted.jobs} jobs" in report.stdout, report.stdout
+    assert "link sim-cluster.1|sim-cluster.3 (inter-screening)" in report.stdout, report.stdout
 
     # In the Argo UI each round is a plan-round step and its groups `r<round>-g<i>`; the last plan-round ends it.
     (child,) = scenario.workflows(api, namespace, "nvcre.nvidia.com/role=category")

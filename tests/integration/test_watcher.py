@@ -38,6 +38,7 @@ from nvcre_argo.plan.model import Exclusion, NodeGroup, Plan
 from nvcre_argo.resolve.category import resolve_certification
 from nvcre_argo.results import (
     THRESHOLD_VIOLATION,
+    DiagnoseRecord,
     FailedNode,
     failed_nodes_configmap_manifest,
     succeeded_nodes_configmap_manifest,
@@ -127,14 +128,19 @@ def write_result_configmaps(
     *,
     failed: list[FailedNode] | None = None,
     succeeded: list[str] | None = None,
+    diagnose: DiagnoseRecord | None = None,
 ) -> tuple[str | None, str | None]:
-    """The record step's ConfigMaps (`failed-nodes-<uid8>`, `succeeded-nodes-<uid8>`), owned by the Workflow."""
+    """The record step's ConfigMaps (`failed-nodes-<uid8>`, `succeeded-nodes-<uid8>`), owned by the Workflow;
+    a diagnose category's failed-nodes ConfigMap also holds its isolation summary."""
     metadata = child["metadata"]
     owners = [owner_reference(child, controller=False)]
     failed_name = succeeded_name = None
     if failed is not None:
         failed_name = failed_nodes_configmap(metadata["uid"])
-        kube.create(failed_nodes_configmap_manifest(failed_name, metadata["namespace"], failed, owners))
+        manifest = failed_nodes_configmap_manifest(
+            failed_name, metadata["namespace"], failed, owners, diagnose=diagnose
+        )
+        kube.create(manifest)
     if succeeded is not None:
         succeeded_name = succeeded_nodes_configmap(metadata["uid"])
         kube.create(succeeded_nodes_configmap_manifest(succeeded_name, metadata["namespace"], succeeded, owners))
@@ -149,9 +155,12 @@ def finish_category(
     message: str = "",
     failed: list[FailedNode] | None = None,
     succeeded: list[str] | None = None,
+    diagnose: DiagnoseRecord | None = None,
 ) -> tuple[str | None, str | None]:
     """The category Workflow's last steps and its terminal phase: plan, one group, record (with its outputs)."""
-    failed_ref, succeeded_ref = write_result_configmaps(argo.kube, child, failed=failed, succeeded=succeeded)
+    failed_ref, succeeded_ref = write_result_configmaps(
+        argo.kube, child, failed=failed, succeeded=succeeded, diagnose=diagnose
+    )
     group_phase = "Succeeded" if phase == "Succeeded" else "Failed"
     steps = [
         Step("plan", "plan", "Succeeded"),
@@ -316,6 +325,68 @@ def test_nodes_excluded_by_the_plan_make_a_passing_certification_incomplete(
     assert status["excludedNodes"] == 2
     assert status["passed"] == "2/2"
     assert exclusive_true(status) == ["Succeeded"]
+
+
+def test_a_link_fault_in_a_diagnose_categorys_configmap_fails_it_in_the_status_and_the_report(
+    kube: KubeClient, namespace: str, argo: Argo, watchers: Watchers, control_plane: Cluster
+) -> None:
+    cert = create_certification(kube, namespace)
+    parent = argo.submit(cert)
+    record: DiagnoseRecord = {
+        "rounds": 2,
+        "jobs": 5,
+        "nodeJobs": 16,
+        "faulty": [],
+        "healthy": 4,
+        "infrastructureFaults": [
+            {
+                "domain": "sim-cluster.1|sim-cluster.2",
+                "groupA": ["node-a", "node-b"],
+                "groupB": ["node-c", "node-d"],
+                "stage": "inter-screening",
+            }
+        ],
+        "untested": [],
+        "history": [
+            {"round": 1, "groups": [{"name": "r1-g0", "stage": "inter-screening", "nodes": 4, "outcome": "failed"}]}
+        ],
+    }
+    first = argo.create_category(parent, 0)
+    nodes = ["node-a", "node-b", "node-c", "node-d"]
+    finish_category(argo, first, "Failed", message="child 'x-0-1' failed", failed=[], succeeded=nodes, diagnose=record)
+    finish_category(argo, argo.create_category(parent, 1), "Succeeded")
+    finish_parent(argo, parent, "Failed")
+    watchers.start()
+
+    status = wait_status(kube, namespace, NAME, is_terminal, "a result")["status"]
+
+    assert (status["result"], status["passed"], status["failedNodes"]) == ("FAILED", "1/2", 0)
+    category = status["categoryStatuses"][0]
+    assert category["status"] == "Failed"
+    assert category["message"] == "link fault between domains sim-cluster.1 and sim-cluster.2; child 'x-0-1' failed"
+    assert category["diagnose"] == {  # what the API server kept: the CRD's schema prunes nothing of it
+        "rounds": 2,
+        "jobs": 5,
+        "nodeJobs": 16,
+        "infrastructureFaultCount": 1,
+        "infrastructureFaults": record["infrastructureFaults"],
+        "untestedNodeCount": 0,
+        "untestedNodes": [],
+    }
+    assert "diagnose" not in status["categoryStatuses"][1]
+    failures = [
+        event for event in events_about(kube, namespace, cert["metadata"]["uid"]) if event[1] == "CategoryFailed"
+    ]
+    assert [message.split(": ", 1)[1] for _, _, message in failures] == [category["message"]]
+    kubeconfig = str(control_plane.kubeconfig)
+    text = CliRunner().invoke(cli, ["report", NAME, "-n", namespace, "--kubeconfig", kubeconfig]).stdout
+    assert "  Diagnose:  2 rounds, 5 jobs, 16 node-jobs" in text.splitlines()
+    assert "    link sim-cluster.1|sim-cluster.2 (inter-screening): node-a, node-b and node-c, node-d" in text
+    junit = CliRunner().invoke(cli, ["report", NAME, "-n", namespace, "-o", "junit", "--kubeconfig", kubeconfig])
+    suite = ET.fromstring(junit.stdout.encode()).find("testsuite")
+    assert suite is not None
+    names = [case.get("name") for case in suite.findall("testcase")]
+    assert names == [CATEGORIES[0], f"{CATEGORIES[0]}/link sim-cluster.1|sim-cluster.2", CATEGORIES[1]]
 
 
 # --- restarts, relists, conflicts ------------------------------------------------------------------------------

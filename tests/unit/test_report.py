@@ -9,13 +9,15 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from nvcre_argo.api.status import CategoryStatus, CertificationStatus
 from nvcre_argo.report.model import CategoryResults, FailedNode, Report, build_report, exit_code
 from nvcre_argo.report.render import escape, render_json, render_junit, render_text
+from nvcre_argo.results import DiagnoseRecord
+from nvcre_argo.watch.diagnose import diagnose_summary
 from nvcre_argo.watch.status import compute_status
 
 NOW = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
@@ -274,3 +276,138 @@ def test_a_result_configmap_that_is_gone_is_said_in_text_and_json() -> None:
 
     assert "  Missing:   ConfigMap failed-nodes-abcdef12 no longer exists: its nodes cannot be listed" in text
     assert [category["missingResults"] for category in document["categories"]] == [[], ["failed-nodes-abcdef12"]]
+
+
+# --- testScale: diagnose --------------------------------------------------------------------------------------
+
+LINK = "sim-cluster.1|sim-cluster.2"
+DIAGNOSE_RECORD: DiagnoseRecord = {
+    "rounds": 3,
+    "jobs": 7,
+    "nodeJobs": 40,
+    "faulty": [],
+    "healthy": 14,
+    "infrastructureFaults": [
+        {
+            "domain": LINK,
+            "groupA": ["gpu-node-09", "gpu-node-10"],
+            "groupB": ["gpu-node-17", "gpu-node-18", "gpu-node-19", "gpu-node-20", "gpu-node-21", "gpu-node-22"],
+            "stage": "inter-screening",
+        }
+    ],
+    "untested": [{"node": "gpu-node-31", "reason": "no cleared node of its domain left to pair with"}],
+    "history": [],
+}
+
+
+def diagnose_status(record: DiagnoseRecord = DIAGNOSE_RECORD) -> CertificationStatus:
+    """The watcher's status of a run whose first category (diagnose) found a link fault and failed."""
+    workflows = [
+        workflow("gpu-cert-abcde", "Failed", "certification"),
+        workflow("gpu-cert-abcde-0", "Failed", "category", 0, "child 'gpu-cert-abcde-0-1' failed"),
+        workflow("gpu-cert-abcde-1", "Succeeded", "category", 1),
+    ]
+    return compute_status(CERT, workflows, None, NOW, diagnose={0: diagnose_summary(record)})
+
+
+def diagnose_report(*, from_configmap: bool = True, record: DiagnoseRecord = DIAGNOSE_RECORD) -> Report:
+    whole = diagnose_summary(record, capped=False)
+    decoded = CategoryResults(succeeded_nodes=["gpu-node-01"], diagnose=whole if from_configmap else None)
+    return build_report(CERT, diagnose_status(record), {0: decoded})
+
+
+def test_text_shows_the_isolations_cost_each_infrastructure_fault_and_each_untested_node() -> None:
+    lines = render_text(diagnose_report()).splitlines()
+    block = lines[lines.index("[1/2] communication/nccl-all-reduce") : lines.index("[2/2] training/nemotron5-8b")]
+    assert "  Nodes:     1 passed, 0 failed" in block
+    assert "  Diagnose:  3 rounds, 7 jobs, 40 node-jobs" in block
+    assert "  Infrastructure faults: 1" in block
+    assert (
+        f"    link {LINK} (inter-screening): gpu-node-09, gpu-node-10 and "
+        "gpu-node-17, gpu-node-18, gpu-node-19, gpu-node-20, gpu-node-21 (+1 more)"
+    ) in block
+    assert "  Untested nodes: 1" in block
+    assert "    gpu-node-31  no cleared node of its domain left to pair with" in block
+    (message,) = [line for line in block if line.startswith("  Message:")]
+    assert message.startswith(
+        "  Message:   link fault between domains sim-cluster.1 and sim-cluster.2; 1 node(s) left untested"
+    )
+    assert not any(line.startswith("  Diagnose:") for line in lines[lines.index("[2/2] training/nemotron5-8b") :])
+
+
+def test_json_carries_the_summary_with_the_statuss_field_names_and_null_for_other_categories() -> None:
+    document = json.loads(render_json(diagnose_report()))
+    first, second = document["categories"]
+    assert second["diagnose"] is None
+    assert first["diagnose"] == {
+        "rounds": 3,
+        "jobs": 7,
+        "nodeJobs": 40,
+        "infrastructureFaultCount": 1,
+        "infrastructureFaults": [
+            {
+                "domain": LINK,
+                "groupA": DIAGNOSE_RECORD["infrastructureFaults"][0]["groupA"],
+                "groupB": DIAGNOSE_RECORD["infrastructureFaults"][0]["groupB"],
+                "stage": "inter-screening",
+            }
+        ],
+        "untestedNodeCount": 1,
+        "untestedNodes": [{"node": "gpu-node-31", "reason": "no cleared node of its domain left to pair with"}],
+    }
+    assert first["status"] == "Failed"
+    assert first["nodesFailed"] == 0
+
+
+def test_junit_fails_a_testcase_per_infrastructure_fault_and_skips_one_per_untested_node() -> None:
+    suite = _suite(render_junit(diagnose_report()))
+    cases = {case.get("name"): case for case in suite.findall("testcase")}
+    assert list(cases) == [
+        "communication/nccl-all-reduce",
+        f"communication/nccl-all-reduce/link {LINK}",
+        "communication/nccl-all-reduce/untested gpu-node-31",
+        "training/nemotron5-8b",
+    ]
+    fault = cases[f"communication/nccl-all-reduce/link {LINK}"].find("failure")
+    assert fault is not None
+    assert (fault.get("type"), fault.get("message")) == (
+        "InfrastructureFault",
+        "link fault between domains sim-cluster.1 and sim-cluster.2",
+    )
+    assert (fault.text or "").splitlines()[0] == "stage: inter-screening"
+    skipped = cases["communication/nccl-all-reduce/untested gpu-node-31"].find("skipped")
+    assert skipped is not None
+    assert skipped.get("message") == "untested: no cleared node of its domain left to pair with"
+    category = cases["communication/nccl-all-reduce"].find("failure")
+    assert category is not None
+    assert (category.text or "").splitlines() == [
+        "infrastructure fault: link fault between domains sim-cluster.1 and sim-cluster.2",
+        "1 node(s) left untested",
+    ]
+    counts = (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped"))
+    assert counts == ("4", "2", "0", "1")
+
+
+def test_without_its_configmap_the_report_shows_the_statuss_summary_and_what_it_left_out() -> None:
+    record = {
+        **DIAGNOSE_RECORD,
+        "untested": [{"node": f"gpu-node-{i:03d}", "reason": "round limit reached"} for i in range(60)],
+    }
+    text = render_text(diagnose_report(from_configmap=False, record=cast(DiagnoseRecord, record)))
+    lines = text.splitlines()
+    assert "  Untested nodes: 60" in lines
+    assert "    gpu-node-049  round limit reached" in lines
+    assert "    gpu-node-050  round limit reached" not in lines
+    assert "    (+10 more not listed in the status)" in lines
+
+
+def test_the_configmaps_summary_wins_over_the_statuss_cut_short_one() -> None:
+    record = {
+        **DIAGNOSE_RECORD,
+        "untested": [{"node": f"gpu-node-{i:03d}", "reason": "round limit reached"} for i in range(60)],
+    }
+    report = diagnose_report(record=cast(DiagnoseRecord, record))
+    summary = report.categories[0].diagnose
+    assert summary is not None
+    assert (summary.untested_node_count, len(summary.untested_nodes)) == (60, 60)
+    assert "more not listed" not in render_text(report)

@@ -15,8 +15,10 @@ from typing import Any
 import pytest
 
 from nvcre_argo.results import (
+    DIAGNOSE_KEY,
     FAILED_NODES_KEY,
     SUCCEEDED_NODES_KEY,
+    DiagnoseRecord,
     FailedNode,
     ResultsError,
     decode_failed_nodes,
@@ -24,6 +26,7 @@ from nvcre_argo.results import (
     encode_failed_nodes,
     encode_succeeded_nodes,
     failed_nodes_configmap_manifest,
+    read_diagnose,
     sanitize_log_tail,
     succeeded_nodes_configmap_manifest,
 )
@@ -131,6 +134,28 @@ def test_the_failed_nodes_configmap_manifest_carries_owner_labels_and_binary_dat
     assert list(manifest["binaryData"]) == [FAILED_NODES_KEY]
     assert "data" not in manifest
     assert base64.b64decode(binary_data(manifest, FAILED_NODES_KEY)) == encode_failed_nodes(FAILED)
+
+
+def test_a_diagnose_summary_beside_the_failed_nodes_leaves_the_references_key_byte_for_byte_the_same() -> None:
+    """The watcher and `report` read the summary from the same ConfigMap as the failed nodes; consumers that
+    know only the reference's key must read exactly what they read without it."""
+    record: DiagnoseRecord = {
+        "rounds": 2,
+        "jobs": 3,
+        "nodeJobs": 12,
+        "faulty": [],
+        "healthy": 8,
+        "infrastructureFaults": [{"domain": "d1|d2", "groupA": ["a"], "groupB": ["b"], "stage": "inter-screening"}],
+        "untested": [],
+        "history": [],
+    }
+    plain = failed_nodes_configmap_manifest("failed-nodes-1234abcd", "nvcre", FAILED)
+    diagnosed = failed_nodes_configmap_manifest("failed-nodes-1234abcd", "nvcre", FAILED, diagnose=record)
+    assert list(diagnosed["binaryData"]) == [FAILED_NODES_KEY, DIAGNOSE_KEY]
+    assert binary_data(diagnosed, FAILED_NODES_KEY) == binary_data(plain, FAILED_NODES_KEY)
+    assert json.loads(shell_decode(binary_data(diagnosed, DIAGNOSE_KEY))) == record
+    assert read_diagnose(diagnosed) == record
+    assert read_diagnose(plain) is None
 
 
 # --- succeeded nodes -----------------------------------------------------------------------------------------

@@ -11,12 +11,15 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import re
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from nvcre_argo.api.status import CategoryStatus, CertificationStatus, Condition, WorkflowReference
+from nvcre_argo.results import DiagnoseRecord, ResultsError
+from nvcre_argo.watch.diagnose import diagnose_summary
 from nvcre_argo.watch.status import (
     Event,
     compute_status,
@@ -425,6 +428,17 @@ def test_a_group_failure_hidden_by_continue_on_fails_the_category_although_its_w
     assert category.message == "group group(1) failed: exit code 1"
 
 
+def test_a_failed_group_of_a_diagnose_loop_leaves_the_verdict_to_the_record_step() -> None:
+    # A transient failure in one round, cleared by the next: the isolation passed every node.
+    nodes = {"g0": group_node("0", "Failed", "isolation job failed"), "g1": group_node("1", "Succeeded")}
+    diagnose = child(0, "Succeeded", nodes=nodes)
+    diagnose["spec"] = {"entrypoint": "diagnose"}
+
+    category = (compute([parent(), diagnose]).category_statuses or [])[0]
+
+    assert category.status == "Succeeded"
+
+
 def test_a_failed_attempt_that_a_retry_recovered_does_not_fail_the_category() -> None:
     retry = group_node("0", "Succeeded") | {"type": "Retry", "children": ["a0", "a1"]}
     nodes = {"g0": retry, "a0": group_node("a0", "Failed", "pod deleted"), "a1": group_node("a1", "Succeeded")}
@@ -768,3 +782,171 @@ def test_threshold_violations_found_in_the_failed_nodes_configmap_set_validation
         "child 'group(0)' failed; nodes failed with ThresholdViolation (ConfigMap failed-nodes-1a2b3c4d)"
     )
     assert (status.category_statuses or [])[1].message is None
+
+
+# --- testScale: diagnose --------------------------------------------------------------------------------------
+
+LINK = "sim-cluster.1|sim-cluster.2"
+LINK_MESSAGE = "link fault between domains sim-cluster.1 and sim-cluster.2"
+FAILED_REF = "failed-nodes-1a2b3c4d"
+
+
+def diagnose_record(*, faults: int = 1, untested: int = 0) -> DiagnoseRecord:
+    """What a diagnose category's record step writes: `faults` link faults, `untested` nodes left untested."""
+    return {
+        "rounds": 3,
+        "jobs": 7,
+        "nodeJobs": 40,
+        "faulty": [],
+        "healthy": 14,
+        "infrastructureFaults": [
+            {
+                "domain": LINK if index == 0 else f"sim-cluster.{index}|sim-cluster.{index + 10}",
+                "groupA": ["gpu-node-09", "gpu-node-10"],
+                "groupB": ["gpu-node-17", "gpu-node-18"],
+                "stage": "inter-screening",
+            }
+            for index in range(faults)
+        ],
+        "untested": [{"node": f"gpu-node-{index:03d}", "reason": "round limit reached"} for index in range(untested)],
+        "history": [{"round": 1, "groups": [{"name": "r1-g0", "stage": "bisection", "nodes": 8, "outcome": "failed"}]}],
+    }
+
+
+def diagnose_workflows(phase: str = "Failed") -> list[dict[str, Any]]:
+    """The first category ran as diagnose and ended `phase` (the record step fails it when it found anything)."""
+    nodes = {"r": record_node("r", "Failed" if phase == "Failed" else "Succeeded", failed_ref=FAILED_REF)}
+    message = "child 'gpu-cert-x7k2p-0-1234' failed" if phase == "Failed" else ""
+    return [parent(), child(0, phase, message=message, nodes=nodes), child(1, "Running")]
+
+
+def test_a_link_fault_fails_a_diagnose_category_with_no_failed_node_and_leads_its_message() -> None:
+    status = compute(diagnose_workflows(), failed_node_names=[], diagnose={0: diagnose_summary(diagnose_record())})
+    category = (status.category_statuses or [])[0]
+    assert category.status == "Failed"
+    assert category.message == f"{LINK_MESSAGE}; child 'gpu-cert-x7k2p-0-1234' failed"
+    assert status.failed_nodes == 0
+    assert category.diagnose is not None
+    assert category.diagnose.infrastructure_faults[0].domain == LINK
+
+
+def test_the_status_carries_the_summary_in_camel_case_without_the_round_history() -> None:
+    status = compute(diagnose_workflows(), diagnose={0: diagnose_summary(diagnose_record(untested=1))})
+    written = status.model_dump(mode="json", by_alias=True, exclude_none=True)
+    categories = written["categoryStatuses"]
+    assert categories[0]["diagnose"] == {
+        "rounds": 3,
+        "jobs": 7,
+        "nodeJobs": 40,
+        "infrastructureFaultCount": 1,
+        "infrastructureFaults": [
+            {
+                "domain": LINK,
+                "groupA": ["gpu-node-09", "gpu-node-10"],
+                "groupB": ["gpu-node-17", "gpu-node-18"],
+                "stage": "inter-screening",
+            }
+        ],
+        "untestedNodeCount": 1,
+        "untestedNodes": [{"node": "gpu-node-000", "reason": "round limit reached"}],
+    }
+    assert all("diagnose" not in category for category in categories[1:])
+
+
+def test_a_fault_fails_the_category_even_when_its_workflow_succeeded() -> None:
+    status = compute(diagnose_workflows("Succeeded"), diagnose={0: diagnose_summary(diagnose_record())})
+    assert (status.category_statuses or [])[0].status == "Failed"
+    assert (status.category_statuses or [])[0].message == LINK_MESSAGE
+    assert "Failed" not in phases(status)[1:]
+
+
+def test_a_diagnose_category_that_found_nothing_passes_and_still_shows_its_cost() -> None:
+    status = compute(diagnose_workflows("Succeeded"), diagnose={0: diagnose_summary(diagnose_record(faults=0))})
+    category = (status.category_statuses or [])[0]
+    assert (category.status, category.message) == ("Succeeded", None)
+    assert category.diagnose is not None
+    assert (category.diagnose.rounds, category.diagnose.jobs, category.diagnose.node_jobs) == (3, 7, 40)
+
+
+def test_untested_nodes_fail_the_category_and_are_counted_in_its_message() -> None:
+    status = compute(diagnose_workflows(), diagnose={0: diagnose_summary(diagnose_record(faults=0, untested=7))})
+    category = (status.category_statuses or [])[0]
+    assert category.status == "Failed"
+    assert (category.message or "").startswith(
+        "7 node(s) left untested: gpu-node-000 (round limit reached), gpu-node-001 (round limit reached), "
+    )
+    assert ", ...; child 'gpu-cert-x7k2p-0-1234' failed" in (category.message or "")
+
+
+def test_marking_again_on_the_next_reconcile_changes_nothing() -> None:
+    records = {0: diagnose_summary(diagnose_record(untested=2))}
+    first = compute(diagnose_workflows(), diagnose=records)
+    again = compute(diagnose_workflows(), previous=first, diagnose=records)
+    assert again.category_statuses == first.category_statuses
+    assert not status_changed(first, again)
+
+
+def test_a_kept_category_keeps_its_summary_and_message_once_its_workflow_is_gone() -> None:
+    workflows = [parent("Failed"), *diagnose_workflows()[1:2], child(1, "Succeeded"), child(2, "Succeeded")]
+    first = compute(workflows, diagnose={0: diagnose_summary(diagnose_record())})
+    gone = compute([], previous=first, unread_categories={0})
+    assert (gone.category_statuses or [])[0] == (first.category_statuses or [])[0]
+
+
+def test_an_unreadable_configmap_keeps_the_summary_written_for_the_same_workflow() -> None:
+    first = compute(diagnose_workflows(), diagnose={0: diagnose_summary(diagnose_record())})
+    unread = compute(diagnose_workflows(), previous=first, unread_categories={0})
+    category = (unread.category_statuses or [])[0]
+    assert category.diagnose == (first.category_statuses or [])[0].diagnose
+    assert (category.message or "").startswith(LINK_MESSAGE)
+
+
+def test_the_status_lists_are_cut_short_and_the_counts_stay_whole() -> None:
+    record = diagnose_record(faults=25, untested=80)
+    record["infrastructureFaults"][0]["groupA"] = [f"gpu-node-{index:03d}" for index in range(40)]
+    status = compute(diagnose_workflows(), diagnose={0: diagnose_summary(record)})
+    category = (status.category_statuses or [])[0]
+    summary = category.diagnose
+    assert summary is not None
+    assert (summary.infrastructure_fault_count, len(summary.infrastructure_faults)) == (25, 20)
+    assert (summary.untested_node_count, len(summary.untested_nodes)) == (80, 50)
+    assert len(summary.infrastructure_faults[0].group_a) == 32
+    # The message names the first three faults and counts the rest.
+    assert "; 22 more infrastructure fault(s); 80 node(s) left untested: " in (category.message or "")
+
+
+def test_a_fault_inside_a_domain_names_the_nodes_on_each_side() -> None:
+    record = diagnose_record(faults=0)
+    record["infrastructureFaults"] = [
+        {"domain": "rack-7", "groupA": ["n1", "n2"], "groupB": ["n3"], "stage": "cross-boundary"}
+    ]
+    status = compute(diagnose_workflows(), diagnose={0: diagnose_summary(record)})
+    assert ((status.category_statuses or [])[0].message or "").startswith(
+        "fault inside domain rack-7 between n1, n2 and n3; "
+    )
+
+
+def test_the_failure_event_of_a_diagnose_category_says_which_link_is_broken() -> None:
+    running = compute(children("Running"))
+    failed = compute(diagnose_workflows(), previous=running, diagnose={0: diagnose_summary(diagnose_record())})
+    (event,) = [event for event in events_for_transition(running, failed) if event.reason == "CategoryFailed"]
+    assert event.message.startswith(
+        f"Category communication/nccl-all-reduce failed (Workflow {PARENT}-0): {LINK_MESSAGE}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        pytest.param({"rounds": -1}, "diagnose.json.gz.rounds: must be >= 0, got -1", id="negative-count"),
+        pytest.param(
+            {"infrastructureFaults": [{"domain": LINK, "groupA": ["a"], "groupB": ["b", 7], "stage": "bisection"}]},
+            "diagnose.json.gz.infrastructureFaults[0].groupB[1]: expected str, got int",
+            id="node-name-not-a-string",
+        ),
+    ],
+)
+def test_a_record_a_status_cannot_hold_is_refused_naming_the_field(change: dict[str, Any], where: str) -> None:
+    record = cast(DiagnoseRecord, {**diagnose_record(), **change})
+    with pytest.raises(ResultsError, match=re.escape(where)):
+        diagnose_summary(record)

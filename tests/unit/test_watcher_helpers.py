@@ -1,4 +1,5 @@
-"""The watcher's pure helpers: the Lease rule, the work queue, the Workflow cache, the ConfigMap cache.
+"""The watcher's pure helpers: the Lease rule, the work queue, the Workflow cache, the ConfigMap cache, and
+what it reads from a failed-nodes ConfigMap.
 
 The Lease rule is client-go's: a Lease held by someone else is taken over only when it has not changed for
 `leaseDurationSeconds`, counted on our own monotonic clock from when we first saw it so; the times written
@@ -8,14 +9,18 @@ in it are never compared with our clock, so clock skew between nodes cannot hand
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
-from nvcre_argo.controller.inputs import DecodedCache
+from nvcre_argo.api.status import CategoryStatus, TypedLocalObjectReference
+from nvcre_argo.controller.inputs import ConfigMapReader, DecodedCache, read_counts, read_failed_nodes_contents
 from nvcre_argo.controller.leader import lease_is_free, observe, renew_deadline_passed
 from nvcre_argo.controller.loop import WorkflowCache, WorkQueue, certification_key
 from nvcre_argo.controller.reconciler import relevant_workflows
+from nvcre_argo.kube.client import KubeClient
+from nvcre_argo.results import DIAGNOSE_KEY, DiagnoseRecord, FailedNode, failed_nodes_configmap_manifest
+from nvcre_argo.watch.diagnose import diagnose_summary
 
 DURATION = 15
 
@@ -206,3 +211,78 @@ def test_the_cache_is_bounded_and_drops_the_least_recently_used_first() -> None:
     assert len(cache) == 2
     assert ("ns", "2") not in cache
     assert ("ns", "1") in cache
+
+
+# --- the failed-nodes ConfigMap of a diagnose category -------------------------------------------------------
+
+LINK_RECORD: DiagnoseRecord = {
+    "rounds": 2,
+    "jobs": 5,
+    "nodeJobs": 24,
+    "faulty": ["gpu-node-3"],
+    "healthy": 11,
+    "infrastructureFaults": [
+        {"domain": "sim-cluster.1|sim-cluster.2", "groupA": ["a"], "groupB": ["b"], "stage": "inter-screening"}
+    ],
+    "untested": [],
+    "history": [],
+}
+CONVICTED = [FailedNode("gpu-node-3", "WorkloadFailed", "diagnose: failed in 2 job(s)")]
+
+
+def not_gzip_summary() -> dict[str, Any]:
+    manifest = failed_nodes_configmap_manifest("failed-nodes-1", "ns", CONVICTED)
+    manifest["binaryData"][DIAGNOSE_KEY] = "eA=="  # base64 of "x"
+    return manifest
+
+
+class ConfigMapsByName:
+    """Stands in for the API server's ConfigMap GETs (the reader needs nothing else)."""
+
+    def __init__(self, *configmaps: dict[str, Any]) -> None:
+        self.configmaps = {item["metadata"]["name"]: item for item in configmaps}
+
+    def get(self, resource: Any, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        return self.configmaps.get(name)
+
+
+def test_a_failed_nodes_configmap_gives_its_nodes_and_its_isolation_summary() -> None:
+    manifest = failed_nodes_configmap_manifest("failed-nodes-1", "ns", CONVICTED, diagnose=LINK_RECORD)
+    contents = read_failed_nodes_contents(manifest)
+    assert (contents.nodes, contents.diagnose) == (CONVICTED, diagnose_summary(LINK_RECORD))
+    assert read_failed_nodes_contents(failed_nodes_configmap_manifest("f", "ns", CONVICTED)).diagnose is None
+
+
+@pytest.mark.parametrize(
+    "manifest",
+    [
+        pytest.param(not_gzip_summary(), id="not-gzip"),
+        pytest.param(
+            failed_nodes_configmap_manifest("failed-nodes-1", "ns", CONVICTED, diagnose={**LINK_RECORD, "jobs": -5}),
+            id="negative-count",
+        ),
+    ],
+)
+def test_a_malformed_isolation_summary_never_hides_the_failed_nodes_beside_it(manifest: dict[str, Any]) -> None:
+    contents = read_failed_nodes_contents(manifest)
+    assert (contents.nodes, contents.diagnose) == (CONVICTED, None)
+
+
+def test_read_counts_hands_each_diagnose_categorys_summary_to_the_status_by_index() -> None:
+    plain = failed_nodes_configmap_manifest("failed-nodes-0", "ns", [])
+    diagnosed = failed_nodes_configmap_manifest("failed-nodes-1", "ns", CONVICTED, diagnose=LINK_RECORD)
+    for index, item in enumerate((plain, diagnosed)):
+        item["metadata"]["resourceVersion"] = str(index)
+    reader = ConfigMapReader(cast(KubeClient, ConfigMapsByName(plain, diagnosed)))
+    categories = [
+        CategoryStatus(
+            domain="communication",
+            variant="nccl-all-reduce",
+            status="Failed",
+            failed_nodes_ref=TypedLocalObjectReference(kind="ConfigMap", name=f"failed-nodes-{index}"),
+        )
+        for index in range(2)
+    ]
+    counts = read_counts(reader, ("ns", "cert"), categories, [])
+    assert counts.diagnose == {1: diagnose_summary(LINK_RECORD)}
+    assert counts.failed_node_names == frozenset({"gpu-node-3"})
