@@ -18,43 +18,25 @@ selector a node whose labels changed so it left the selector arrives as DELETED 
 a deleted node's GET finds nothing, so it has no verdict (absence of evidence is not a hardware failure) and
 any verdict from before is dropped. Without a selection every node is a stray.
 
-Threads: one daemon thread runs the watch and writes verdicts into `GroupHealth`, whose one lock guards all
-of its state; the poll only reads it (and writes the strays' verdicts). `close()` (the `with` block's end,
-also when the step is interrupted) stops the thread: it shuts the open watch's socket down so a read blocked
-for the next event returns at once, and joins it, so no thread outlives the iteration. The process needs no
-signal handling of its own: SIGTERM's default action ends it, daemon thread included.
+Threads: the list + watch (`kube.follow.Follower`, which also resumes, relists after 410 Gone and retries)
+writes verdicts into `GroupHealth` from its daemon thread; `GroupHealth`'s one lock guards all of its state,
+and the poll only reads it (and writes the strays' verdicts). `close()` stops and joins the thread, so none
+outlives the iteration.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from nvcre_argo.kube.client import DEFAULT_PAGE_SIZE, ApiError, KubeClient, WatchStream
+from nvcre_argo.kube.client import DEFAULT_PAGE_SIZE, KubeClient
+from nvcre_argo.kube.follow import WATCH_TIMEOUT_SECONDS, Callbacks, Follower, Selection
 from nvcre_argo.kube.resources import NODES
 from nvcre_argo.steps.health import HealthCheck, node_name
 
-log = logging.getLogger(__name__)
-
-WATCH_TIMEOUT_SECONDS = 300
-# After an unexpected watch error (not 410): wait this long before watching again, doubling up to the cap.
-RETRY_SECONDS = 1.0
-MAX_RETRY_SECONDS = 30.0
-# How long opening the watch may take before the step polls without it (its events then arrive later).
-OPEN_TIMEOUT_SECONDS = 30.0
-JOIN_TIMEOUT_SECONDS = 10.0
-
-
-@dataclass(frozen=True)
-class Selection:
-    """Which Nodes one list + watch covers: a label selector, or a field selector (e.g. one node's name)."""
-
-    label_selector: str | None = None
-    field_selector: str | None = None
+__all__ = ["GroupHealth", "NodeWatch", "Selection", "one_node_selection"]
 
 
 class GroupHealth:
@@ -130,8 +112,9 @@ class GroupHealth:
 class NodeWatch:
     """A group's Node health for one iteration: `with NodeWatch(...) as watch:` then `watch.sick()` per poll.
 
-    With a selection, entering lists and opens the watch (in the calling thread, so the first poll already
-    sees every node), then a daemon thread follows the watch; without one, nothing happens until `sick()`."""
+    With a selection, entering lists and opens the watch (`kube.follow.Follower`: in the calling thread, so
+    the first poll already sees every node), then a daemon thread follows it; without one, nothing happens
+    until `sick()`."""
 
     def __init__(
         self,
@@ -145,24 +128,25 @@ class NodeWatch:
         self.kube = kube
         self.health = health
         self.selection = selection
-        self.page_size = page_size
-        self.timeout_seconds = timeout_seconds
-        self._version = ""
-        self._stopping = threading.Event()
-        self._opened = threading.Event()
-        self._lock = threading.Lock()
-        self._stream: WatchStream | None = None
-        self._thread: threading.Thread | None = None
+        callbacks = Callbacks(
+            keep=lambda node: node_name(node) in health.names, on_list=health.replace, on_event=self._on_event
+        )
+        self._follower: Follower | None = None
+        if selection is not None:
+            self._follower = Follower(
+                kube,
+                NODES,
+                None,
+                selection,
+                callbacks,
+                what="Node",
+                page_size=page_size,
+                timeout_seconds=timeout_seconds,
+            )
 
     def __enter__(self) -> NodeWatch:
-        if self.selection is not None:
-            self._relist()
-            self._thread = threading.Thread(target=self._follow, name="node-watch", daemon=True)
-            self._thread.start()
-            if not self._opened.wait(OPEN_TIMEOUT_SECONDS):
-                log.warning(
-                    "the Node watch did not open within %.0fs; polling on, events will follow", OPEN_TIMEOUT_SECONDS
-                )
+        if self._follower is not None:
+            self._follower.__enter__()
         return self
 
     def __exit__(
@@ -171,16 +155,9 @@ class NodeWatch:
         self.close()
 
     def close(self) -> None:
-        """Stop the watch thread (promptly: its open watch is shut down) and wait for it to end."""
-        self._stopping.set()
-        with self._lock:
-            stream = self._stream
-        if stream is not None:
-            stream.close()
-        if self._thread is not None:
-            self._thread.join(JOIN_TIMEOUT_SECONDS)
-            if self._thread.is_alive():
-                log.warning("the Node watch thread did not stop within %.0fs", JOIN_TIMEOUT_SECONDS)
+        """Stop following the group's Nodes (promptly) and wait for the watch thread to end."""
+        if self._follower is not None:
+            self._follower.close()
 
     def sick(self) -> list[str]:
         """The group's nodes the health check fires on now; reads the strays (one GET each) first."""
@@ -192,85 +169,11 @@ class NodeWatch:
                 self.health.observe(node, stray=True)
         return self.health.sick()
 
-    # -- the watch thread -------------------------------------------------------------------------------------
-
-    def _relist(self) -> None:
-        """List the selection (a page at a time, keeping only the group's nodes) and remember its version."""
-        assert self.selection is not None
-        version = ""
-        kept: list[Mapping[str, Any]] = []
-        for page in self.kube.pages(
-            NODES,
-            label_selector=self.selection.label_selector,
-            field_selector=self.selection.field_selector,
-            limit=self.page_size,
-        ):
-            kept += [node for node in page.get("items", []) if node_name(node) in self.health.names]
-            version = str(page.get("metadata", {}).get("resourceVersion", "") or version)
-            if self._stopping.is_set():
-                return
-        self.health.replace(kept)
-        self._version = version
-
-    def _follow(self) -> None:
-        """Watch until closed: resume after the server's timeout, list again after 410 Gone, wait and retry
-        after anything else (a step must not lose its health monitor to a brief API outage)."""
-        delay = RETRY_SECONDS
-        while not self._stopping.is_set():
-            try:
-                if self._watch_once():
-                    self._relist()
-                delay = RETRY_SECONDS
-            except ApiError as error:
-                if self._stopping.is_set():
-                    return
-                if error.gone:
-                    self._relist_quietly()
-                    continue
-                log.warning("watching Nodes: %s (again in %.0fs)", error, delay)
-                self._stopping.wait(delay)
-                delay = min(delay * 2, MAX_RETRY_SECONDS)
-            except Exception:
-                log.exception("watching Nodes failed (again in %.0fs)", delay)
-                self._stopping.wait(delay)
-                delay = min(delay * 2, MAX_RETRY_SECONDS)
-            finally:
-                self._opened.set()  # never leave the iteration waiting for a watch that failed to open
-
-    def _relist_quietly(self) -> None:
-        try:
-            self._relist()
-        except ApiError as error:
-            log.warning("listing Nodes again after 410 Gone: %s", error)
-            self._stopping.wait(RETRY_SECONDS)
-
-    def _watch_once(self) -> bool:
-        """Follow one watch request to its end; True when its version expired (410 as an ERROR event)."""
-        assert self.selection is not None
-        stream = self.kube.open_watch(
-            NODES,
-            None,
-            resource_version=self._version,
-            label_selector=self.selection.label_selector,
-            field_selector=self.selection.field_selector,
-            timeout_seconds=self.timeout_seconds,
-        )
-        with self._lock:
-            self._stream = stream
-        if self._stopping.is_set():
-            stream.close()
-        self._opened.set()
-        for kind, obj in stream:
-            if kind == "ERROR":
-                if obj.get("code") == 410:
-                    return True
-                raise ApiError(int(obj.get("code") or 0), str(obj.get("reason", "")), str(obj.get("message", "")))
-            self._version = str((obj.get("metadata") or {}).get("resourceVersion", "") or self._version)
-            if kind == "DELETED":
-                self.health.lose(node_name(obj))
-            elif kind in ("ADDED", "MODIFIED"):
-                self.health.observe(obj)
-        return False
+    def _on_event(self, kind: str, node: Mapping[str, Any]) -> None:
+        if kind == "DELETED":
+            self.health.lose(node_name(node))
+        else:
+            self.health.observe(node)
 
 
 def one_node_selection(nodes: Sequence[str]) -> Selection:
