@@ -22,6 +22,7 @@ from nvcre_argo.plan.isolation import (
     plan_baseline_round,
     plan_isolation_round,
 )
+from nvcre_argo.plan.isolation.knowledge import derive_knowledge
 from tests.bench.isolation_sim import FaultOracle, Planner, Scenario, is_exact, run_planner
 
 A = [f"a{i}" for i in range(8)]
@@ -151,6 +152,93 @@ def test_a_fault_between_two_nodes_of_one_domain_is_found_by_cross_boundary_prob
     assert fault.domain == "A"
     assert set(fault.group_a + fault.group_b) == set(A[2:])
     assert stages(rounds)[2:] == [{"cross-boundary"}, {"cross-boundary"}]
+
+
+def test_a_faulty_link_is_proven_by_two_direct_tests_in_the_same_round() -> None:
+    three = TWO_DOMAINS + tuple(Candidate(f"c{i}", "C") for i in range(8))
+    scenario = Scenario(candidates=three, link_faults=frozenset({("A", "C")}))
+    verdict, _, results = play(three, FaultOracle(scenario).run)
+    domain = {c.node: c.domain for c in three}
+    direct = [r for r in results if {domain[n] for n in r.group.nodes} == {"A", "C"} and len(r.group.nodes) == 2]
+    (last,) = {r.round for r in direct}  # both copies run at once, on different nodes
+    assert len(direct) == 2
+    assert not set(direct[0].group.nodes) & set(direct[1].group.nodes)
+    assert all(r.failed for r in direct)
+    assert last == verdict.rounds
+    assert [f.domain for f in verdict.infrastructure_faults] == ["A|C"]
+
+
+def test_suspects_without_a_cleared_peer_run_alone_and_the_last_healthy_node_is_cleared_by_its_pass() -> None:
+    # Domain S: s0 and s1 broken, s2 slow, s3 healthy. No node of S can be cleared by a peer: each suspect runs
+    # alone, the broken and slow ones fail twice, and s3 passes alone with every peer faulty.
+    candidates = TWO_DOMAINS + tuple(Candidate(f"s{i}", "S") for i in range(4))
+    scenario = Scenario(candidates=candidates, node_faults=frozenset({"s0", "s1"}), slow_nodes=frozenset({"s2"}))
+    verdict, _, results = play(candidates, FaultOracle(scenario).run)
+    assert verdict.faulty == ("s0", "s1", "s2")
+    assert "s3" in verdict.healthy
+    assert verdict.untested == ()
+    alone = [r for r in results if r.group.nodes in {("s0",), ("s1",), ("s2",), ("s3",)}]
+    assert {r.group.nodes[0] for r in alone} == {"s0", "s1", "s2", "s3"}
+    assert all(r.group.stage == "confirmation" for r in alone)
+
+
+def test_a_node_whose_peers_are_all_faulty_is_cleared_by_any_pass() -> None:
+    candidates = (Candidate("x", "X"), Candidate("y", "X"), Candidate("z", "Z"))
+    isolated = [JobResult(1, Group(("y",), mnnvl=True, stage="confirmation"), "failed") for _ in range(2)]
+    passed = JobResult(2, Group(("x",), mnnvl=True, stage="confirmation"), "passed")
+    knowledge = derive_knowledge(candidates, [*isolated, passed], min_group_size=2)
+    assert knowledge.faulty == {"y"}
+    assert "x" in knowledge.cleared
+    assert knowledge.passed_alone == {"x"}
+    alone = derive_knowledge(candidates, [passed], min_group_size=2)
+    assert "x" not in alone.cleared  # y may be healthy: x still needs a pass with it
+
+
+def many_domains(count: int) -> tuple[Candidate, ...]:
+    return tuple(Candidate(f"m{d:02d}n{i}", f"m{d:02d}") for d in range(count) for i in range(6))
+
+
+def failing_wide_rescreens(failures: int) -> Callable[[Group], Outcome]:
+    """Representative m00n0 is broken, and the first `failures` groups of many domains' cleared nodes fail too
+    (transient nodes met by chance)."""
+    seen = [0]
+
+    def outcome(group: Group) -> Outcome:
+        if "m00n0" in group.nodes:
+            return "failed"
+        if group.stage == "inter-screening" and len(group.nodes) >= 32:
+            seen[0] += 1
+            return "failed" if seen[0] <= failures else "passed"
+        return "passed"
+
+    return outcome
+
+
+def inter_screening(rounds: list[Round]) -> list[list[Group]]:
+    return [[g for g in r.groups if g.stage == "inter-screening"] for r in rounds]
+
+
+def test_across_many_domains_a_failed_rescreen_is_repeated_before_the_block_search() -> None:
+    # The representatives fail (m00n0 is broken, which explains it), then the re-screen of cleared nodes
+    # (round 2): one failure of cleared nodes only, so round 3 repeats the re-screen, one node per domain,
+    # instead of lending five per domain to a block search. It passes and every pair is verified.
+    verdict, rounds, _ = play(many_domains(40), failing_wide_rescreens(1))
+    inter = inter_screening(rounds)
+    assert [len(groups) for groups in inter[:3]] == [1, 1, 1]
+    assert [len(g.nodes) for g in inter[2]] == [40]
+    assert verdict.faulty == ("m00n0",)
+    assert verdict.infrastructure_faults == ()
+    assert verdict.untested == ()
+
+
+def test_two_failed_rescreens_across_many_domains_start_the_block_search() -> None:
+    verdict, rounds, _ = play(many_domains(40), failing_wide_rescreens(2))
+    inter = inter_screening(rounds)
+    assert [len(groups) for groups in inter[:3]] == [1, 1, 1]
+    assert len(inter[3]) > 1  # blocks: every pair of blocks tested at once
+    assert verdict.faulty == ("m00n0",)
+    assert verdict.infrastructure_faults == ()
+    assert verdict.untested == ()
 
 
 def test_without_topology_labels_nodes_are_cut_into_chunks_of_the_square_root() -> None:

@@ -2,7 +2,8 @@
 
 - A node is *cleared* by a passed job with MNNVL on that holds another node of its domain: node, slow and
   NVLink faults would all have failed it (NVLink traffic only flows between nodes of one domain). A node alone
-  in its domain is cleared by any passed job.
+  in its domain is cleared by any passed job, and so is a node whose every domain peer turned out faulty:
+  no NVLink test is left for it (a fixpoint, since clearing it can isolate more faulty peers).
 - A domain pair is *verified* by any passed job spanning both domains: a link fault between them would fail it.
 - A failed job *isolates* a node when every other member is cleared and every domain pair it spans is
   verified, and *isolates* a link when every member is cleared and it spans just that pair, still unverified.
@@ -19,7 +20,7 @@ Deriving this from the whole history on every call keeps the planner a pure func
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -58,6 +59,8 @@ class Knowledge:
     failed: tuple[FailedJob, ...]
     unexplained_once: tuple[JobResult, ...]
     unexplained_repeatedly: tuple[JobResult, ...]
+    passed_alone: frozenset[str] = frozenset()
+    """Nodes that passed a job on their own: free of node and slow faults, only NVLink is left to test."""
 
 
 def domain_pairs(domains: Iterable[str]) -> list[Pair]:
@@ -85,23 +88,10 @@ def derive_knowledge(
                 cleared.add(node)
         verified.update(domain_pairs(members))
 
-    failed: list[FailedJob] = []
-    node_isolations: Counter[str] = Counter()
-    link_isolations: Counter[Pair] = Counter()
-    link_evidence: dict[Pair, tuple[str, ...]] = {}
-    for result in results:
-        if not result.failed:
-            continue
-        unknown = tuple(n for n in result.group.nodes if n not in cleared)
-        unverified = tuple(p for p in domain_pairs(domain_of[n] for n in result.group.nodes) if p not in verified)
-        failed.append(FailedJob(result=result, unknown=unknown, unverified=unverified))
-        if len(unknown) == 1 and not unverified:
-            node_isolations[unknown[0]] += 1
-        if not unknown and len(unverified) == 1 and {domain_of[n] for n in result.group.nodes} == set(unverified[0]):
-            link_isolations[unverified[0]] += 1
-            link_evidence[unverified[0]] = result.group.nodes
-    faulty = frozenset(n for n, count in node_isolations.items() if count >= 2)
-    faulty_links = {p: link_evidence[p] for p, count in sorted(link_isolations.items()) if count >= LINK_ISOLATIONS}
+    failed, faulty, faulty_links = _failures(results, domain_of, cleared, verified)
+    while lonely := _without_healthy_peer(domain_of, passes, faulty) - cleared:
+        cleared |= lonely
+        failed, faulty, faulty_links = _failures(results, domain_of, cleared, verified)
 
     passed_sets = {(r.group.nodes, r.group.mnnvl) for r in results if not r.failed}
     unexplained: Counter[tuple[tuple[str, ...], bool]] = Counter()
@@ -124,4 +114,42 @@ def derive_knowledge(
         failed=tuple(failed),
         unexplained_once=tuple(first[k] for k in sorted(first) if unexplained[k] < PROBE_FAILURES),
         unexplained_repeatedly=tuple(first[k] for k in sorted(first) if unexplained[k] >= PROBE_FAILURES),
+        passed_alone=frozenset(r.group.nodes[0] for r in results if len(r.group.nodes) == 1 and not r.failed),
     )
+
+
+def _failures(
+    results: Sequence[JobResult], domain_of: Mapping[str, str], cleared: set[str], verified: set[Pair]
+) -> tuple[list[FailedJob], frozenset[str], dict[Pair, tuple[str, ...]]]:
+    """The failed jobs with what is still unknown about them, and the nodes and links they isolate."""
+    failed: list[FailedJob] = []
+    node_isolations: Counter[str] = Counter()
+    link_isolations: Counter[Pair] = Counter()
+    link_evidence: dict[Pair, tuple[str, ...]] = {}
+    for result in results:
+        if not result.failed:
+            continue
+        unknown = tuple(n for n in result.group.nodes if n not in cleared)
+        unverified = tuple(p for p in domain_pairs(domain_of[n] for n in result.group.nodes) if p not in verified)
+        failed.append(FailedJob(result=result, unknown=unknown, unverified=unverified))
+        if len(unknown) == 1 and not unverified:
+            node_isolations[unknown[0]] += 1
+        if not unknown and len(unverified) == 1 and {domain_of[n] for n in result.group.nodes} == set(unverified[0]):
+            link_isolations[unverified[0]] += 1
+            link_evidence[unverified[0]] = result.group.nodes
+    faulty = frozenset(n for n, count in node_isolations.items() if count >= 2)
+    faulty_links = {p: link_evidence[p] for p, count in sorted(link_isolations.items()) if count >= LINK_ISOLATIONS}
+    return failed, faulty, faulty_links
+
+
+def _without_healthy_peer(domain_of: Mapping[str, str], passes: Mapping[str, int], faulty: frozenset[str]) -> set[str]:
+    """Nodes that passed a job while every other node of their domain is faulty: no NVLink test is possible
+    for them (as for a node alone in its domain), so a pass clears them."""
+    peers: defaultdict[str, list[str]] = defaultdict(list)
+    for node, domain in domain_of.items():
+        peers[domain].append(node)
+    return {
+        node
+        for node, domain in domain_of.items()
+        if passes.get(node, 0) and node not in faulty and all(p in faulty for p in peers[domain] if p != node)
+    }

@@ -13,11 +13,19 @@ nodes and share the round:
   `minGroupSize` are confirmed one by one instead (padded with a cleared node);
 - confirmation: every suspect (a member of a failed group of fewer than 2 x `minGroupSize` unknown nodes, the
   largest piece a split makes) is paired with a different cleared node of its own domain, the one with most
-  passes, so a transient failure is cleared rather than blamed;
+  passes, so a transient failure is cleared rather than blamed. A domain without a cleared node (most of it
+  faulty) tests its suspects alone first: a node or slow fault fails alone and is confirmed so, and the nodes
+  that passed alone are paired with each other (in pairs not yet seen failing) until a pass clears two of
+  them; a node whose peers all turned out faulty is cleared by its pass alone (`knowledge`);
 - link search: while a failure may still be a node's, one re-screen of the involved domains with cleared
   nodes; once a group of cleared nodes failed, the domains are cut into k blocks and every pair of blocks is
   tested at once (each domain lends k-1 cleared nodes), so the open pairs shrink by about k^2 per round
-  instead of halving, and the last few pairs are tested one by one;
+  instead of halving, and the last few pairs are tested one by one. Across many domains (`RESCREEN_DOMAINS`)
+  the block search waits for two failures of cleared nodes spanning every open pair, so a lone failed
+  re-screen is repeated first: there it meets a transient node more often than a link fault, and a re-screen
+  costs one node per domain where a block round costs k-1. A test of a single pair also runs a second time at
+  once on nodes left over, while the pair still needs both failures that make a link fault, so the round
+  that reaches a faulty link usually proves it too;
 - cross-boundary probing: a failed group inside one domain, larger than `minGroupSize`, whose members were all
   cleared by smaller groups is tested again; a pass makes it a transient, repeated failures an infrastructure
   fault between its halves.
@@ -31,7 +39,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
-from nvcre_argo.plan.isolation.knowledge import Knowledge, Pair, derive_knowledge
+from nvcre_argo.plan.isolation.knowledge import LINK_ISOLATIONS, Knowledge, Pair, derive_knowledge
 from nvcre_argo.plan.isolation.model import (
     DEFAULT_SETTINGS,
     Candidate,
@@ -49,6 +57,10 @@ from nvcre_argo.plan.isolation.model import (
 REPRESENTATIVES_PER_DOMAIN = 2
 MAX_LINK_BLOCKS = 6
 """Blocks per link-search round: k blocks cost k-1 nodes per domain and (k-1) x domains node-jobs."""
+RESCREEN_DOMAINS = 32
+"""From this many domains on, a failed re-screen of cleared nodes is repeated before the block search."""
+RESCREEN_FAILURES = 2
+"""Failures of a re-screen of all open pairs (cleared nodes only) that start the block search."""
 
 
 def plan_isolation_round(
@@ -150,8 +162,12 @@ def _follow_up_groups(
                 take([suspect, partners[0]], "confirmation")
             else:
                 alone.append(suspect)
-        # No cleared node in the domain (most of it faulty): pair suspects in pairs not yet seen failing,
-        # since a healthy node is only cleared by a pass with a peer of its own domain.
+        # No cleared node of the domain left for them (most of it faulty): each suspect runs alone first (a node
+        # or slow fault fails there, twice makes it faulty), then the ones that passed alone are paired in pairs
+        # not yet seen failing, since a healthy node is only cleared by a pass with a peer of its own domain.
+        for suspect in alone:
+            if suspect not in used and suspect not in k.passed_alone:
+                take([suspect], "confirmation")
         for suspect in alone:
             if suspect in used:
                 continue
@@ -215,7 +231,7 @@ def _link_groups(k: Knowledge, spare: dict[str, list[str]], used: set[str], link
     link_evident = any(not job.unknown and set(job.unverified) & pairs for job in k.failed)
     wide = [d for d in domains if len(available[d]) >= 2]
     blocks_count = min(MAX_LINK_BLOCKS, 1 + min((len(available[d]) for d in wide), default=0), len(wide))
-    if not link_evident:
+    if not link_evident or _unconfirmed(k, pairs, domains):
         tests = [domains]
     elif link_rounds is None or len(pairs) <= len(domains) or blocks_count < 3:
         tests = _pair_tests(pairs, available)
@@ -232,6 +248,7 @@ def _link_groups(k: Knowledge, spare: dict[str, list[str]], used: set[str], link
                 if any(a in blocks[i] + blocks[j] and b in blocks[i] + blocks[j] for a, b in wide_pairs)
             ]
         )
+    tests = _with_repeats(tests, _direct_failures(k))
     lent: defaultdict[str, int] = defaultdict(int)
     groups: list[Group] = []
     for members in (t for test in tests for t in _avoid_faulty_links(test, set(k.faulty_links))):
@@ -243,6 +260,38 @@ def _link_groups(k: Knowledge, spare: dict[str, list[str]], used: set[str], link
             lent[domain] += 1
         groups.append(Group(nodes=tuple(sorted(nodes)), mnnvl=True, stage="inter-screening"))
     return groups
+
+
+def _direct_failures(k: Knowledge) -> Counter[Pair]:
+    """Failed tests of exactly one domain pair with cleared nodes: `LINK_ISOLATIONS` of them make a fault."""
+    counts: Counter[Pair] = Counter()
+    for job in k.failed:
+        domains = sorted({k.domain_of[n] for n in job.result.group.nodes})
+        if not job.unknown and len(domains) == 2:
+            counts[(domains[0], domains[1])] += 1
+    return counts
+
+
+def _with_repeats(tests: list[list[str]], direct: Counter[Pair]) -> list[list[str]]:
+    """A test of exactly two domains runs as often at once as the pair still needs failures to be a fault,
+    on different nodes: a faulty link is then proven in the round that reaches it, while a transient fails
+    only one of the copies and the pass verifies the pair. The copies come last, so they only take nodes
+    that no first test of this round needs."""
+    copies = [test for test in tests if len(test) == 2 for _ in range(LINK_ISOLATIONS - 1 - direct[(test[0], test[1])])]
+    return tests + copies
+
+
+def _unconfirmed(k: Knowledge, pairs: set[Pair], domains: list[str]) -> bool:
+    """Whether a failure of many domains' cleared nodes is tested once more, whole, before the block search.
+
+    Across many domains a group of cleared nodes meets a node's one transient failure more often than a link
+    fault; the block search costs k-1 nodes per domain, a re-screen one. Two failures of groups of cleared
+    nodes spanning every open pair make the link search worth its cost (the representatives' group counts
+    once its members are cleared, so a re-screen is only repeated when a faulty node explained that one).
+    """
+    if len(domains) < RESCREEN_DOMAINS:
+        return False
+    return sum(1 for job in k.failed if not job.unknown and pairs <= set(job.unverified)) < RESCREEN_FAILURES
 
 
 def _pair_tests(pairs: set[Pair], available: dict[str, list[str]]) -> list[list[str]]:
