@@ -56,11 +56,14 @@ GROUPS_FILE = f"{OUTPUT_DIR}/groups.json"
 OVERFLOW_GROUPS_FILE = f"{OUTPUT_DIR}/overflow-groups.json"
 FAILED_NODES_REF_FILE = f"{OUTPUT_DIR}/failed-nodes-ref"
 SUCCEEDED_NODES_REF_FILE = f"{OUTPUT_DIR}/succeeded-nodes-ref"
-# plan-round: whether the isolation is done, and the number of the round after this one.
+# plan-round: whether the isolation is done, the number of the round after this one, and one line of
+# progress (shown in the Argo UI, and by the watcher as the category's message while it runs).
 OUTPUT_DONE = "done"
 OUTPUT_NEXT_ROUND = "next-round"
+OUTPUT_PROGRESS = "progress"
 DONE_FILE = f"{OUTPUT_DIR}/done"
 NEXT_ROUND_FILE = f"{OUTPUT_DIR}/next-round"
+PROGRESS_FILE = f"{OUTPUT_DIR}/progress"
 # A category step of the certification Workflow: its category Workflow, its verdict, how many nodes failed.
 OUTPUT_CATEGORY_WORKFLOW = "workflow"
 OUTPUT_VERDICT = "verdict"

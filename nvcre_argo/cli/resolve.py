@@ -43,6 +43,7 @@ def _summary(category: ResolvedCategory) -> dict[str, Any]:
         ),
         "resources": category.resources.model_dump() if category.resources else None,
         "timeoutPerJob": category.timeout_per_job,
+        "measurementTimeout": category.measurement_timeout,
         "thresholds": category.thresholds,
     }
 

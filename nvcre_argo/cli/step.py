@@ -121,6 +121,7 @@ def plan_round_command(ctx: click.Context) -> None:
     _write_output(contract.GROUPS_FILE, json.dumps(list(decision.groups)))
     _write_output(contract.DONE_FILE, "true" if decision.done else "false")
     _write_output(contract.NEXT_ROUND_FILE, str(decision.number + 1))
+    _write_output(contract.PROGRESS_FILE, decision.progress)
 
 
 @step_group.command("run")

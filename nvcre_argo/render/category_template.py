@@ -107,6 +107,7 @@ def _diagnose_templates(step_image: str, retry_on_error: m.RetryStrategy, run_gr
             Parameter(name=contract.OUTPUT_GROUPS, value_from=m.ValueFrom(path=contract.GROUPS_FILE)),
             Parameter(name=contract.OUTPUT_DONE, value_from=m.ValueFrom(path=contract.DONE_FILE)),
             Parameter(name=contract.OUTPUT_NEXT_ROUND, value_from=m.ValueFrom(path=contract.NEXT_ROUND_FILE)),
+            Parameter(name=contract.OUTPUT_PROGRESS, value_from=m.ValueFrom(path=contract.PROGRESS_FILE, default="")),
         ],
     )
     decided = f"steps.{contract.TEMPLATE_PLAN_ROUND}.outputs.parameters"

@@ -13,6 +13,8 @@ from typing import Any
 from nvcre_argo.api.spec import TargetSpec
 
 GPU_RESOURCE = "nvidia.com/gpu"
+RDMA_DEVICE_DIR = "/dev/infiniband"
+RDMA_VOLUME = "host-infiniband"
 
 
 def replicated_jobs(runtime_spec: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -93,3 +95,26 @@ def set_resources(container: dict[str, Any], limits: dict[str, Any], requests: d
     resources = container.setdefault("resources", {})
     resources["limits"] = dict(sorted({**resources.get("limits", {}), **limits}.items()))
     resources["requests"] = dict(sorted({**resources.get("requests", {}), **requests}.items()))
+
+
+def mount_host_rdma_devices(spec: dict[str, Any], container: dict[str, Any]) -> None:
+    """`rdmaDeviceAccess: hostPath`: the node's `/dev/infiniband` in the container, which runs privileged.
+
+    For sites without an RDMA device plugin: the kubelet's device cgroup only lets a container open a device
+    node it was allocated through a resource request, or any device when privileged, so the mount alone would
+    show the device files and fail every open (nvcre-contract.md §3.3). `type: Directory` makes a node without
+    InfiniBand fail the pod at mount time instead of running a collective that silently falls back to TCP.
+    """
+    volume = {"name": RDMA_VOLUME, "hostPath": {"path": RDMA_DEVICE_DIR, "type": "Directory"}}
+    _put_named(spec.setdefault("volumes", []), volume)
+    _put_named(container.setdefault("volumeMounts", []), {"name": RDMA_VOLUME, "mountPath": RDMA_DEVICE_DIR})
+    container.setdefault("securityContext", {})["privileged"] = True
+
+
+def _put_named(items: list[dict[str, Any]], item: dict[str, Any]) -> None:
+    """Replace the entry of the same name, or append: rendering twice never lists a volume twice."""
+    for index, existing in enumerate(items):
+        if existing.get("name") == item["name"]:
+            items[index] = item
+            return
+    items.append(item)

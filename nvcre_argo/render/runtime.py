@@ -1,8 +1,8 @@
 """The category's Kubeflow `TrainingRuntime`: the catalog template with every certification rule applied.
 
-Order matters and is fixed: placeholders, then GPU and NIC requests, training resources, image, pull secrets,
-source repository, tolerations, fail-fast, and last the gang scheduler (so it replaces whatever scheduler a
-catalog entry pinned, as the reference does).
+Order matters and is fixed: placeholders, then GPU and NIC requests, training resources, host RDMA devices
+(`rdmaDeviceAccess: hostPath`), image, pull secrets, source repository, tolerations, fail-fast, and last the
+gang scheduler (so it replaces whatever scheduler a catalog entry pinned, as the reference does).
 """
 
 from __future__ import annotations
@@ -62,6 +62,9 @@ def _apply_certification_rules(category: ResolvedCategory, gpu: GpuValues, repli
     containers = pod_spec.get("containers") or []
     if job_name in category.entry.gpu_replicated_jobs and containers:
         _request_devices(category, gpu, containers[0])
+        if category.options.rdma_device_access == "hostPath":
+            # Only the ranks use RDMA: an MPI launcher starts them over ssh and touches no InfiniBand device.
+            pods.mount_host_rdma_devices(pod_spec, containers[0])
     if category.image:
         pods.replace_image(replicated_job, category.image)
     if category.image_pull_secrets:

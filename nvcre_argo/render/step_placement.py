@@ -70,9 +70,10 @@ def avoid_target_affinity(target: TargetSpec) -> dict[str, Any] | None:
     for requirement in target.match_expressions or []:
         terms += _negated_terms(requirement)
     if target.node_names:
-        terms.append(
-            {"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": sorted(target.node_names)}]}
-        )
+        # The API server allows one value per `metadata.name` field requirement, so "none of these names" is one
+        # requirement per name, ANDed in one term.
+        fields = [{"key": "metadata.name", "operator": "NotIn", "values": [name]} for name in sorted(target.node_names)]
+        terms.append({"matchFields": fields})
     if not terms:
         return None
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}

@@ -18,12 +18,15 @@ from nvcre_argo.catalog.loader import Catalog
 from nvcre_argo.catalog.model import CatalogEntry
 from nvcre_argo.errors import FieldError
 from nvcre_argo.quantity import parse_quantity
+from nvcre_argo.resolve.duration import duration_seconds
 from nvcre_argo.resolve.labels import GangScheduling, merge_workload_labels, resolve_gang
 from nvcre_argo.resolve.options import EffectiveOptions, merge_options
 from nvcre_argo.resolve.thresholds import resolve_thresholds
 from nvcre_argo.resolve.unimplemented import unimplemented_option_errors
 
 DIAGNOSE_DOMAIN = "communication"
+# The reference's default wait for a finished workload's measurement (nvcre-contract.md §3.3, §7.9).
+DEFAULT_MEASUREMENT_TIMEOUT = "5m"
 DEFAULT_LIMITS = {"cpu": "128", "memory": "800Gi"}
 DEFAULT_REQUESTS = {"cpu": "64", "memory": "500Gi"}
 
@@ -64,12 +67,22 @@ class ResolvedCategory(_Resolved):
     source_repo: str | None = None
     thresholds: dict[str, str]
     timeout_per_job: str
+    # A default, not a required field, so a Workflow compiled before the option existed still parses.
+    measurement_timeout: str = DEFAULT_MEASUREMENT_TIMEOUT
     enable_mnnvl: bool | None = Field(default=None, alias="enableMNNVL")
     gpu_architecture: str | None = None
 
     @property
     def key(self) -> str:
         return f"{self.domain}/{self.variant}"
+
+    @property
+    def measurement_wait_seconds(self) -> int:
+        """How long the run step may wait for a finished workload's measurement to appear in its log: none
+        when the verdict is the exit code (DCGM), which is known the moment the workload ends."""
+        if self.entry.measurement == "exit-code":
+            return 0
+        return duration_seconds(self.measurement_timeout)
 
 
 def resolve_certification(spec: CertificationSpec, catalog: Catalog) -> tuple[list[ResolvedCategory], list[FieldError]]:
@@ -140,6 +153,7 @@ def _resolve_category(
             source_repo=options.source_repo,
             thresholds=thresholds.thresholds,
             timeout_per_job=options.timeout_per_job or entry.defaults.timeout_per_job,
+            measurement_timeout=options.measurement_timeout or DEFAULT_MEASUREMENT_TIMEOUT,
             enable_mnnvl=options.enable_mnnvl,
         ),
         [],

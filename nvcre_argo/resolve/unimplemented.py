@@ -6,7 +6,7 @@ restart). The CRD keeps every reference field, so a Certification written for th
 admission (`validate --admission-only`); compiling it fails here, with the option's field path, until the
 option is implemented. Only what the user wrote counts: catalog defaults (nemotron's maxRestarts 3,
 startupStallTimeoutSeconds 1200) are not options the user set, and a value that asks for exactly what happens
-anyway (`enableCheckpoint: false`, `rdmaDeviceAccess: devicePlugin`) is honoured, so accepted.
+anyway (`enableCheckpoint: false`) is honoured, so accepted.
 """
 
 from __future__ import annotations
@@ -44,14 +44,6 @@ UNIMPLEMENTED_OPTIONS: Mapping[str, _Unimplemented] = MappingProxyType(
         "storage_size": _Unimplemented(_CHECKPOINT_PVC),
         "save_top_k": _Unimplemented("checkpoints are not kept (no checkpoint PVC is created); remove it"),
         "max_restarts": _Unimplemented("a failed job is never restarted from a checkpoint; remove it"),
-        "measurement_timeout": _Unimplemented(
-            "the measurement is read once, from the finished workload's log, with no wait; remove it"
-        ),
-        "rdma_device_access": _Unimplemented(
-            "hostPath RDMA access (/dev/infiniband mounted into a privileged container); remove it or set "
-            "devicePlugin (RDMA devices come from the device plugin: see nicResourceName)",
-            refused=lambda value: value == "hostPath",
-        ),
     }
 )
 

@@ -8,7 +8,8 @@ the Workflow's start, and enforces it by failing the Workflow and stopping its p
 still deletes the TrainJobs). A deadline already on the Workflow (compiled with `--category-deadline`) wins.
 
 Bound: groups run in waves of `maxConcurrent` (regular and overflow groups in separate fan-outs), each group
-`repeatCount` iterations, each iteration at most `timeoutPerJob` blocked plus `timeoutPerJob` running, plus a
+`repeatCount` iterations, each iteration at most `timeoutPerJob` blocked plus `timeoutPerJob` running plus
+`measurementTimeout` waiting for its measurement (none where the verdict is the exit code), plus a
 per-iteration allowance for pod start-up and polling, plus a fixed allowance for plan, record and cleanup.
 A diagnose category bounds its rounds by the isolation planner's round limit.
 """
@@ -48,7 +49,8 @@ def category_deadline_seconds(plan: Plan, category: ResolvedCategory) -> int:
         regular = sum(1 for group in plan.groups if not group.overflow)
         overflow = len(plan.groups) - regular
         waves = _waves(regular, limit) + _waves(overflow, limit)
-    iteration = 2 * duration_seconds(category.timeout_per_job) + ITERATION_ALLOWANCE_S
+    iteration = 2 * duration_seconds(category.timeout_per_job) + category.measurement_wait_seconds
+    iteration += ITERATION_ALLOWANCE_S
     return WORKFLOW_ALLOWANCE_S + waves * (category.options.repeat_count or 1) * iteration
 
 

@@ -50,6 +50,7 @@ class RoundDecision:
 
     number: int
     groups: tuple[str, ...]
+    progress: str = ""  # one line: where the isolation stands (`round 2: 9 group(s): bisection, confirmation`)
 
     @property
     def done(self) -> bool:
@@ -93,16 +94,23 @@ def decide_round(plan: Plan, results: Mapping[str, GroupResultRecord], number: i
     isolation = isolation_of_plan(plan)
     planned = plan.round_groups(number)
     if planned:
-        return plan, RoundDecision(number, tuple(group.name for group in planned))
+        return plan, _decision(number, planned)
     history = job_history(plan, results, before=number)
     expected = max((job.round for job in history), default=0) + 1
     if expected != number:
         raise PlanError(f"round {number} cannot be planned: the plan's last round is {expected - 1}")
     decision = plan_isolation(isolation, history)
     if isinstance(decision, Verdict):
-        return plan, RoundDecision(number, ())
+        return plan, RoundDecision(number, (), f"isolation complete after {number - 1} round(s); recording the verdict")
     groups = round_node_groups(decision, dict(isolation.domains))
-    return replace(plan, groups=plan.groups + groups), RoundDecision(number, tuple(group.name for group in groups))
+    return replace(plan, groups=plan.groups + groups), _decision(number, groups)
+
+
+def _decision(number: int, groups: Sequence[NodeGroup]) -> RoundDecision:
+    stages = ", ".join(sorted({group.stage or "" for group in groups}))
+    node_jobs = sum(len(group.nodes) for group in groups)
+    progress = f"round {number}: {len(groups)} group(s), {node_jobs} node-jobs ({stages})"
+    return RoundDecision(number, tuple(group.name for group in groups), progress)
 
 
 def plan_round_step(
@@ -121,15 +129,8 @@ def plan_round_step(
     updated, decision = decide_round(plan, results, number)
     if updated is not plan:
         kube.create_or_replace(plan_configmap(context, updated))
-    if decision.done:
-        report(f"isolation complete after {number - 1} round(s): nothing left to test")
-        return decision
-    planned = updated.round_groups(number)
-    stages = sorted({group.stage or "" for group in planned})
-    report(
-        f"round {number}: {len(planned)} group(s), {sum(len(g.nodes) for g in planned)} node-jobs ({', '.join(stages)})"
-    )
-    for group in planned:
+    report(decision.progress)
+    for group in updated.round_groups(number):
         report(f"  {group.name} [{group.stage}]: {', '.join(group.nodes)}")
     return decision
 

@@ -5,7 +5,9 @@ restarted step finds the TrainJob it created instead of submitting a second one.
 group's result was fully recorded (`argo retry` of the category Workflow) is a new attempt: new TrainJobs
 (`-a2`), a new test, never the old verdict read again. Each iteration's result is written to
 the group's result ConfigMap as soon as it is known, so a crash later loses nothing already observed; the
-record step gathers them. `repeatCount` iterations run here, one after another, for this group.
+record step gathers them. `repeatCount` iterations run here, one after another, for this group. A workload
+that succeeded is measured from its log, waiting up to `measurementTimeout` for the measurement to appear
+(`steps.measurement_wait`).
 
 The health check follows the group's Nodes with one list + watch for the life of an iteration
 (`steps.node_watch`), so a steady poll costs two requests (the TrainJob, its pods) whatever the group's size:
@@ -20,12 +22,11 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from nvcre_argo.kube.client import ApiError, KubeClient
 from nvcre_argo.kube.resources import CONFIGMAPS, PODS, TRAINJOBS, owned_by
-from nvcre_argo.measure.nccl import data_check_failure
 from nvcre_argo.names import LABEL_GROUP, LABEL_RECORD, group_result_configmap, runtime_name, trainjob_name
 from nvcre_argo.plan.selection import target_label_selector
 from nvcre_argo.render.trainjob import render_trainjob
@@ -44,6 +45,7 @@ from nvcre_argo.results import (
 )
 from nvcre_argo.steps.context import StepContext
 from nvcre_argo.steps.health import DEFAULT_HEALTH_EXPRESSION, HealthCheck, compile_health_check, monitor_enabled
+from nvcre_argo.steps.measurement_wait import Measure, MeasurementWait, await_measurement, timeout_message
 from nvcre_argo.steps.node_watch import GroupHealth, NodeWatch, Selection, one_node_selection
 from nvcre_argo.steps.workload import (
     Clock,
@@ -69,7 +71,8 @@ HEALTH_LIST_SHARE = 4
 
 @dataclass(frozen=True)
 class RunSettings:
-    """How the step observes; the clock and sleep are injectable so tests control time."""
+    """How the step observes; the clock and sleep are injectable so tests control time. `poll_seconds` paces
+    both the TrainJob's polls and the re-reads of a finished workload's log while its measurement is awaited."""
 
     poll_seconds: float = 10.0
     clock: Callable[[], float] = time.monotonic
@@ -102,10 +105,6 @@ class GroupResult:
     def binary_data(self) -> dict[str, str]:
         """The result ConfigMap's `binaryData` (compressed; see `results`)."""
         return group_result_binary_data(asdict(self))
-
-
-# A callable that turns a finished workload's log into measurements and threshold verdicts.
-Measure = Callable[[StepContext, str], tuple[dict[str, float], list[str]]]
 
 
 def run_group(
@@ -216,7 +215,17 @@ def _follow_trainjob(
         if phase is Phase.MISSING:
             return _failed(iteration, name, f"Workload TrainJob/{name} was deleted", nodes, WORKLOAD_FAILED)
         if phase is Phase.COMPLETE:
-            return _succeeded(kube, context, iteration=iteration, name=name, nodes=nodes, pods=pods, measure=measure)
+            return _succeeded(
+                kube,
+                context,
+                iteration=iteration,
+                name=name,
+                nodes=nodes,
+                pods=pods,
+                measure=measure,
+                settings=settings,
+                report=report,
+            )
         if phase is Phase.FAILED:
             assert trainjob is not None
             return _attributed_failure(
@@ -348,57 +357,46 @@ def _succeeded(
     nodes: list[str],
     pods: list[dict[str, Any]],
     measure: Measure | None,
+    settings: RunSettings,
+    report: Callable[[str], None],
 ) -> IterationResult:
-    kind = context.category.entry.measurement
-    if measure is None or kind == "exit-code":
+    """The verdict of a workload that succeeded: its measurement, waited for up to `measurementTimeout`."""
+    if measure is None or context.category.entry.measurement == "exit-code":
         return IterationResult(iteration, name, True, f"TrainJob/{name} completed")
-    log_text, source = _primary_log(kube, context, pods)
-    if kind == "nccl-bandwidth" and (corrupted := data_check_failure(log_text)):
-        # Corrupted data fails the workload whatever its bandwidth (nccl-tests exits 1 for it; a wrapper may not).
-        return _failed(iteration, name, f"TrainJob/{name} completed but {corrupted}", nodes, WORKLOAD_FAILED)
-    values, violations = measure(context, log_text)
-    if violations:
-        message = "; ".join(violations)
-        failed = [{"name": node, "reason": THRESHOLD_VIOLATION, "message": message} for node in nodes]
-        return IterationResult(iteration, name, False, message, failed, values)
-    if not values:
-        # A certification that cannot see its measurement has not certified anything: the group does not
-        # pass, and no node is blamed (without thresholds nothing was violated), so its nodes stay uncertified.
-        message = f"TrainJob/{name} completed but its {kind} measurement is unavailable: {source}"
-        return IterationResult(iteration, name, False, message)
-    figures = ", ".join(f"{key}={value:.4g}" for key, value in sorted(values.items()))
-    return IterationResult(iteration, name, True, f"TrainJob/{name} completed ({figures})", [], values)
-
-
-def _primary_log(kube: KubeClient, context: StepContext, pods: list[dict[str, Any]]) -> tuple[str, str]:
-    """(log text, where it came from or why there is none) of the pod whose log carries the results: the MPI
-    launcher (nccl-tests prints there); for training, the last node (Megatron-LM logs from the last rank)."""
-    last_rank_first = context.category.entry.measurement == "megatron-goodput"
-    ordered = sorted(pods, key=lambda pod: _log_priority(pod, last_rank_first))
-    problems = []
-    for pod in ordered:
-        pod_name = pod["metadata"]["name"]
-        try:
-            text = kube.read_log(context.namespace, pod_name, limit_bytes=1 << 20)
-        except ApiError as error:
-            log.warning("cannot read the log of pod %s: %s", pod_name, error)
-            problems.append(f"the log of pod {pod_name} cannot be read ({error.status} {error.reason})")
-            continue
-        return text, f"nothing measurable in the log of pod {pod_name}"
-    return "", "; ".join(problems) or "the workload left no pod whose log could be read"
-
-
-def _log_priority(pod: dict[str, Any], last_rank_first: bool) -> tuple[bool, int, str]:
-    labels = pod.get("metadata", {}).get("labels", {})
-    annotations = pod.get("metadata", {}).get("annotations", {})
-    index = int(
-        annotations.get(
-            "batch.kubernetes.io/job-completion-index", labels.get("batch.kubernetes.io/job-completion-index", 0)
-        )
-        or 0
+    wait = await_measurement(
+        kube,
+        context,
+        pods,
+        measure,
+        clock=settings.clock,
+        sleep=settings.sleep,
+        poll_seconds=settings.poll_seconds,
+        report=report,
     )
-    is_launcher = labels.get("jobset.sigs.k8s.io/replicatedjob-name") == "launcher"
-    return (not is_launcher, -index if last_rank_first else index, pod["metadata"]["name"])
+    return measured_iteration(context, iteration=iteration, name=name, nodes=nodes, wait=wait)
+
+
+def measured_iteration(
+    context: StepContext, *, iteration: int, name: str, nodes: Sequence[str], wait: MeasurementWait
+) -> IterationResult:
+    """A completed workload's iteration, judged by what the wait for its measurement found (pure).
+
+    Corrupted data fails the workload whatever its bandwidth (nccl-tests exits 1 for it; a wrapper may not).
+    No measurement within `measurementTimeout` does not pass: the nodes are blamed (`ThresholdViolation`) only
+    when the category set thresholds, which an unmeasured run cannot meet; without thresholds nothing was
+    violated, so no node is blamed and they stay uncertified (nvcre-contract.md §7.9)."""
+    reading = wait.reading
+    if reading.corrupted:
+        return _failed(iteration, name, f"TrainJob/{name} completed but {reading.corrupted}", nodes, WORKLOAD_FAILED)
+    if not reading.settled:
+        message = timeout_message(context, name, wait)
+        blamed = nodes if context.category.thresholds else []
+        return replace(_failed(iteration, name, message, blamed, THRESHOLD_VIOLATION), measurements=reading.values)
+    if reading.violations:
+        message = "; ".join(reading.violations)
+        return replace(_failed(iteration, name, message, nodes, THRESHOLD_VIOLATION), measurements=reading.values)
+    figures = ", ".join(f"{key}={value:.4g}" for key, value in sorted(reading.values.items()))
+    return IterationResult(iteration, name, True, f"TrainJob/{name} completed ({figures})", [], reading.values)
 
 
 def _failed(iteration: int, name: str, message: str, nodes: Sequence[str], reason: str) -> IterationResult:

@@ -21,8 +21,10 @@ from nvcre_argo.api.status import (
 )
 from nvcre_argo.contract import (
     OUTPUT_FAILED_NODES_REF,
+    OUTPUT_PROGRESS,
     OUTPUT_SUCCEEDED_NODES_REF,
     TEMPLATE_DIAGNOSE,
+    TEMPLATE_PLAN_ROUND,
     TEMPLATE_RUN_GROUP,
 )
 from nvcre_argo.names import LABEL_CATEGORY_INDEX, LABEL_CERTIFICATION, LABEL_ROLE, ROLE_CATEGORY, ROLE_PARENT
@@ -88,20 +90,22 @@ def _from_workflow(domain: str, variant: str, child: Mapping[str, Any], namespac
     outputs = wf.record_outputs(nodes)
     phase = wf.phase(child)
     status: CategoryPhase = "InProgress"
-    message: str | None = None
+    diagnosing = (child.get("spec") or {}).get("entrypoint") == TEMPLATE_DIAGNOSE
+    # While a diagnose loop runs, its last plan-round says where it stands (round, groups, stages).
+    message: str | None = wf.latest_output(nodes, TEMPLATE_PLAN_ROUND, OUTPUT_PROGRESS) if diagnosing else None
     if phase in wf.FAILED_PHASES:
         status = "Failed"
         message = wf.message(child) or f"Workflow {wf.name(child)} ended {phase}"
     elif phase == "Succeeded":
         # A diagnose loop learns from failed groups (a transient failure is cleared later), so there the
         # record step's verdict alone decides.
-        diagnosing = (child.get("spec") or {}).get("entrypoint") == TEMPLATE_DIAGNOSE
         groups = [] if diagnosing else wf.failed_steps(nodes, TEMPLATE_RUN_GROUP)
         if groups:
             status = "Failed"
             message = "; ".join(f"group {group} failed" + (f": {text}" if text else "") for group, text in groups)
         else:
             status = "Succeeded"
+            message = None
     return CategoryStatus(
         domain=domain,
         variant=variant,

@@ -152,6 +152,17 @@ def record_outputs(all_nodes: Mapping[str, Node]) -> dict[str, str]:
     return outputs
 
 
+def latest_output(all_nodes: Mapping[str, Node], template: str, parameter: str) -> str | None:
+    """The non-empty output `parameter` of the latest node (by start time, then id) running `template` that
+    has one: e.g. the progress line of a diagnose loop's last `plan-round`."""
+    found = [
+        (_text(node.get("startedAt")), _text(node.get("id")), value)
+        for node in all_nodes.values()
+        if _template(node) == template and (value := _parameters(node).get(parameter))
+    ]
+    return max(found)[2] if found else None
+
+
 def failed_steps(all_nodes: Mapping[str, Node], template: str) -> list[tuple[str, str]]:
     """`(displayName, message)` of the final nodes running `template` that ended Failed or Error, by name.
 

@@ -91,13 +91,17 @@ def test_each_faulty_node_is_reported_with_its_reason_and_no_healthy_groupmate_i
 
 
 def test_a_measurement_that_cannot_be_read_is_never_a_pass(sim: SimCluster, api: k8s.ApiClient, namespace: str) -> None:
-    """The kubelet refuses every workload log: the NCCL test succeeds but nothing can be measured. Without
-    thresholds nothing is violated, so no node is blamed, but no node is certified either, and the reason is
-    in the category's result."""
+    """The kubelet refuses every workload log: the NCCL test succeeds but nothing can be measured. The run step
+    reads the log again until measurementTimeout (short here) passes, then the group fails with
+    MeasurementTimeout. Without thresholds nothing is violated, so no node is blamed, but no node is certified
+    either, and the reason is in the category's result."""
     scenario.install(sim.kubeconfig, namespace, submit=False)
     scenario.write_fault_plan(api, namespace, "defaults: {logsReadable: false}\n")
     certification = scenario.example_certification(
-        namespace, categories=[{"domain": "communication", "variant": "nccl-all-reduce"}]
+        namespace,
+        categories=[
+            {"domain": "communication", "variant": "nccl-all-reduce", "options": {"measurementTimeout": "10s"}}
+        ],
     )
     scenario.apply_certification(api, certification)
     parent = scenario.submit(api, scenario.compile_workflow(sim.kubeconfig, certification))
@@ -112,4 +116,4 @@ def test_a_measurement_that_cannot_be_read_is_never_a_pass(sim: SimCluster, api:
     assert (nodes.failed, nodes.succeeded) == ({}, [])
     report = scenario.run_cli("report", "gpu-cluster-cert", "-n", namespace, kubeconfig=sim.kubeconfig, check=False)
     assert report.returncode == 1
-    assert "measurement is unavailable" in scenario.workflow_tree(api, namespace) + report.stdout, report.stdout
+    assert "MeasurementTimeout: " in scenario.workflow_tree(api, namespace) + report.stdout, report.stdout

@@ -391,17 +391,53 @@ def test_a_completed_trainjob_whose_measurement_cannot_be_read_does_not_pass_and
     kube: KubeClient, nodes: NodeSet
 ) -> None:
     nodes.add_many(2)
-    step = make_step(kube, nodes, ALL_REDUCE)
+    step = make_step(kube, nodes, ALL_REDUCE, {"measurementTimeout": "20s"})
 
-    result, _ = step.run("g0", [(1, step.complete())], measure=measure_log)  # no kubelet: no pod, no log
+    # No kubelet: no pod, no log. The log is read when the TrainJob completes and 10 and 20 s later.
+    actions = [(1, step.complete()), (10, nothing), (10, nothing)]
+    result, script = step.run("g0", actions, measure=measure_log)
 
     assert not result.succeeded
+    assert script.calls == len(actions), "the step waited measurementTimeout, no more"
     (iteration,) = result.iterations
     assert iteration.failed_nodes == [], "nothing was violated, so no node is blamed"
     assert iteration.message == (
-        f"TrainJob/{TRAINJOB} completed but its nccl-bandwidth measurement is unavailable: "
-        "the workload left no pod whose log could be read"
+        f"MeasurementTimeout: TrainJob/{TRAINJOB} completed but no nccl-bandwidth measurement appeared within "
+        "measurementTimeout 20s (waited 20s, 3 read(s) of the log): the workload left no pod whose log could be read"
     )
+
+
+def test_a_measurement_that_appears_on_the_third_read_passes_the_group(kube: KubeClient, nodes: NodeSet) -> None:
+    nodes.add_many(2)
+    step = make_step(kube, nodes, ALL_REDUCE, {"measurementTimeout": "1m"})
+    reads: list[float] = []
+
+    def measure(context: StepContext, log_text: str) -> tuple[dict[str, float], list[str]]:
+        reads.append(step.clock.now)  # no kubelet: the canned log stands in from the third read on
+        return measure_log(context, NCCL_LOG if len(reads) == 3 else log_text)
+
+    result, script = step.run("g0", [(1, step.complete()), (10, nothing), (10, nothing)], measure=measure)
+
+    assert result.succeeded
+    assert [at - reads[0] for at in reads] == [0, 10, 20]
+    assert script.calls == 3
+    assert result.iterations[0].measurements == {"algBandwidthGBps": 200.0, "busBandwidthGBps": 375.0}
+    assert any(line.startswith("no nccl-bandwidth measurement yet") for line in step.lines)
+
+
+def test_a_completed_exit_code_category_passes_without_reading_a_log_or_waiting(
+    kube: KubeClient, nodes: NodeSet
+) -> None:
+    nodes.add_many(1)
+    step = make_step(kube, nodes, DCGM, {"measurementTimeout": "1h"})
+
+    def measure(context: StepContext, log_text: str) -> tuple[dict[str, float], list[str]]:
+        raise AssertionError("a DCGM verdict is its exit code: nothing is measured")
+
+    result, script = step.run("g0", [(1, step.complete())], measure=measure)
+
+    assert result.succeeded
+    assert script.calls == 1, "no sleep after the TrainJob completed"
 
 
 # nccl-tests all_reduce_perf_mpi on 16 GPUs (busbw = algbw x 2(n-1)/n = algbw x 1.875); peak busbw 375.00 GB/s.
@@ -979,7 +1015,7 @@ def test_the_run_record_and_cleanup_commands_finish_a_category(
     kube: KubeClient, nodes: NodeSet, control_plane: Cluster, output_dir: Path
 ) -> None:
     nodes.add_many(2)
-    step = make_step(kube, nodes, ALL_REDUCE)
+    step = make_step(kube, nodes, ALL_REDUCE, {"measurementTimeout": "1s"})  # the real clock runs here
     with pytest.raises(StepInterruptedError):
         step.run("g0", [(1, interrupt)])  # the first attempt of the run step was killed ...
     complete_trainjob(kube, step.namespace, TRAINJOB)  # ... and its TrainJob finished meanwhile
@@ -988,10 +1024,11 @@ def test_the_run_record_and_cleanup_commands_finish_a_category(
     recorded = _run_cli("record", _step_env(control_plane, step.context))
     cleaned = _run_cli("cleanup", _step_env(control_plane, step.context))
 
-    # No kubelet serves the launcher's log here, so the all-reduce cannot be measured: the honest outcome is
-    # a group that does not pass and a category that fails, with no node blamed.
+    # No kubelet serves the launcher's log here, so the all-reduce cannot be measured: the honest outcome, once
+    # measurementTimeout has passed, is a group that does not pass and a category that fails, no node blamed.
     assert (ran.returncode, recorded.returncode, cleaned.returncode) == (1, 1, 0), (ran.stderr, recorded.stderr)
-    assert f"group g0 iteration 1/1: FAILED: TrainJob/{TRAINJOB} completed but its nccl-bandwidth" in ran.stdout
+    assert f"group g0 iteration 1/1: FAILED: MeasurementTimeout: TrainJob/{TRAINJOB} completed" in ran.stdout
+    assert "no nccl-bandwidth measurement appeared within measurementTimeout 1s (waited " in ran.stdout
     assert "group g0 did not pass, no node blamed" in recorded.stdout
     suffix = uid8(step.context)
     assert Path(contract.FAILED_NODES_REF_FILE).read_text() == f"failed-nodes-{suffix}"

@@ -25,7 +25,8 @@ Fault kinds and the fields each takes (anything else is rejected):
   (`slow` needs at least one);
 - `crash`, `transient`: `exitCode` (1..255, default 1), `afterSeconds` (default 1), `reason` (the container's
   terminated reason, default `Error`); `transient` crashes on the node's first workload only;
-- `hang`, `stall`, `datacheck`: nothing;
+- `hang`, `stall`, `datacheck`, `nomeasurement`: nothing (`nomeasurement`: an nccl-tests run of the node's
+  group succeeds but its result table never reaches the log, so there is nothing to measure);
 - `health`: `afterSeconds`, and exactly one of `taint: {key, value, effect}`, `condition: {type, status,
   reason, message}` or `cordon: true` (what an external health system does; the run step's default health
   expression, `node.spec.unschedulable == true`, catches exactly this);
@@ -53,7 +54,9 @@ from typing import Any, Final, Literal, get_args
 from nvcre_argo.errors import DocumentError, FieldError, MapKey, Path, format_path
 from nvcre_argo.yamlio import YamlSyntaxError, dump_yaml, load_yaml_documents
 
-FaultKind = Literal["healthy", "crash", "hang", "slow", "datacheck", "health", "notready", "stall", "transient"]
+FaultKind = Literal[
+    "healthy", "crash", "hang", "slow", "datacheck", "health", "notready", "stall", "transient", "nomeasurement"
+]
 FAULT_KINDS: Final[tuple[str, ...]] = get_args(FaultKind)
 
 DEFAULT_EXIT_CODE: Final = 1
@@ -74,6 +77,7 @@ _FIELDS_BY_KIND: Final[Mapping[str, frozenset[str]]] = {
     "hang": frozenset(),
     "stall": frozenset(),
     "datacheck": frozenset(),
+    "nomeasurement": frozenset(),
     "health": frozenset({"afterSeconds", "taint", "condition", "cordon"}),
     "notready": frozenset({"afterSeconds"}),
 }

@@ -4,6 +4,12 @@
 ``configMap``, ``secret``, ``downwardAPI`` and ``projected`` (service-account token through the TokenRequest
 API, ``kube-root-ca.crt``, namespace) are written once as files. A volume kind nothing here uses is refused
 loudly rather than faked.
+
+Only pods that really run come here. ``hostPath`` is refused too, by name: a simulated node's host paths (the
+``/dev/infiniband`` of ``rdmaDeviceAccess: hostPath``) do not exist on this machine, and this machine's own
+must never reach a container. Workload pods, whose GPU and InfiniBand devices are simulated, are played from
+the fault plan (``tests/sim/player.py``) and have no volume materialised at all, so a hostPath in a
+workload pod is accepted the way a real GPU node with InfiniBand would accept it, and mounts nothing.
 """
 
 from __future__ import annotations
@@ -100,6 +106,12 @@ def materialise(core: k8s.CoreV1Api, pod: Mapping[str, Any], volume: Mapping[str
                 _downward(directory, pod, source["downwardAPI"].get("items") or [])
             else:
                 raise ContainerConfigError(f"unsupported projected source {sorted(source)}")
+    elif "hostPath" in volume:
+        path = volume["hostPath"].get("path")
+        raise ContainerConfigError(
+            f"volume {volume['name']!r}: hostPath {path!r} is not provided by the sim kubelet: a simulated node's "
+            "host paths do not exist here, and this machine's are never mounted into a pod"
+        )
     else:
         kinds = sorted(key for key in volume if key != "name")
         raise ContainerConfigError(f"volume {volume['name']!r}: kind {kinds} is not supported by the sim kubelet")

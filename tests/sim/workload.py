@@ -24,7 +24,10 @@ running until deleted). A hang or stall blocks the whole collective forever; a h
 result/iteration first, a stall never does. A `health`/`notready` node is marked by its own pod only (the
 launcher never marks), and the whole group's run is stretched to `durationSeconds + afterSeconds +
 HEALTH_GRACE_SECONDS` so the product's health monitor sees the mark before the workload could succeed.
-`datacheck` only changes nccl-tests output (wrong values, exit 1); training and DCGM ignore it.
+`datacheck` only changes nccl-tests output (wrong values, exit 1); training and DCGM ignore it. So does
+`nomeasurement`: nccl-tests' result table (column header, rows, footer) never reaches the log, everything else
+is unchanged and the run succeeds, as when rank 0's output goes elsewhere (a wrapper redirecting it): a
+finished workload with nothing to measure.
 
 A broken link between two NVLink domains (the plan's `links`, matched against `domains`, the group's nodes'
 `nvidia.com/gpu.clique` values) fails a multi-node group that has a node on each side of it, with no node to
@@ -431,6 +434,10 @@ class _Group:
         return bool(self.with_kind("datacheck"))
 
     @property
+    def no_measurement(self) -> bool:
+        return bool(self.with_kind("nomeasurement"))
+
+    @property
     def bus_bandwidth_gbps(self) -> float:
         return min(self.plan.bus_bandwidth_gbps(node) for node in self.nodes)
 
@@ -798,21 +805,23 @@ def _mpirun_abort(run: _NcclRun, pod: _Pod, culprit: _Rank, code: int, processes
 
 def _nccl_script(kind: WorkloadKind, pod: _Pod, group: _Group, outcome: _Outcome) -> Script:
     """nccl-tests' output: preamble and rank lines at once, the column header once communicators are up (never
-    under a stall), rows spread over the run, the footer at the end. The launcher adds mpirun's messages."""
+    under a stall), rows spread over the run, the footer at the end (no header, rows or footer under
+    `nomeasurement`). The launcher adds mpirun's messages."""
     run = _nccl_run(kind, pod, group)
-    rows = _nccl_rows(run, group.bus_bandwidth_gbps, datacheck=group.datacheck)
+    rows = [] if group.no_measurement else _nccl_rows(run, group.bus_bandwidth_gbps, datacheck=group.datacheck)
     times = _progress_at(len(rows), _progress_span(group))
     events: list[tuple[float, Step]] = [(0.0, Ready()), (0.0, Log(_nccl_preamble(run)))]
     if kind is not WorkloadKind.NCCL_LAUNCHER:
         events += _mark_event(pod.node, group.faults[pod.node])
-    if outcome.blocked != "stall":
+    if outcome.blocked != "stall" and rows:
         events.append((0.0, Log(_NCCL_HEADER)))
     shown = _keep_progress(times, outcome)
     events += [(at, Log(row.text)) for at, row in zip(times[:shown], rows, strict=False)]
     end = outcome.end_at if outcome.end_at is not None else 0.0
     launcher = kind is WorkloadKind.NCCL_LAUNCHER
     if outcome.completes:
-        events.append((end, Log(_nccl_footer(run, rows))))
+        if rows:
+            events.append((end, Log(_nccl_footer(run, rows))))
         if group.datacheck:
             if launcher:
                 events.append((end, Log(_mpirun_abort(run, pod, run.ranks[0], 1, len(run.ranks)))))

@@ -100,6 +100,16 @@ def test_round_one_is_planned_into_the_plan_with_round_and_stage_and_re_emitted_
     assert (again, same) == (plan, decision)
 
 
+def test_each_decision_says_where_the_isolation_stands() -> None:
+    plan, first = decide_round(diagnose_plan(), {}, 1)
+    passed = {name: result(name, group.nodes, "passed") for name, group in zip(first.groups, plan.groups, strict=True)}
+
+    _, done = decide_round(plan, passed, 2)
+
+    assert first.progress.startswith(f"round 1: {len(first.groups)} group(s), 12 node-jobs (")
+    assert (done.done, done.progress) == (True, "isolation complete after 1 round(s); recording the verdict")
+
+
 def test_a_round_cannot_be_planned_before_the_one_it_follows() -> None:
     with pytest.raises(PlanError, match="round 3 cannot be planned: the plan's last round is 0"):
         decide_round(diagnose_plan(), {}, 3)

@@ -49,8 +49,6 @@ REFUSED_VALUES = {
     "storageSize": "10Ti",
     "saveTopK": 1,
     "maxRestarts": 3,
-    "measurementTimeout": "5m",
-    "rdmaDeviceAccess": "hostPath",
 }
 
 
@@ -127,15 +125,28 @@ def test_the_message_names_the_option_by_its_path_and_says_not_implemented_yet(c
     assert "no checkpoint PVC is created" in error.message
 
 
+def test_a_value_asking_for_what_happens_anyway_is_accepted(catalog: Catalog) -> None:
+    assert problems(catalog, document(categories=[{**NEMOTRON, "options": {"enableCheckpoint": False}}])) == []
+
+
 @pytest.mark.parametrize(
     ("option", "value"),
     [
-        pytest.param("enableCheckpoint", False, id="enableCheckpoint-false"),
+        pytest.param("measurementTimeout", "20s", id="measurementTimeout"),
+        pytest.param("rdmaDeviceAccess", "hostPath", id="rdmaDeviceAccess-hostPath"),
         pytest.param("rdmaDeviceAccess", "devicePlugin", id="rdmaDeviceAccess-devicePlugin"),
     ],
 )
-def test_a_value_asking_for_what_happens_anyway_is_accepted(catalog: Catalog, option: str, value: Any) -> None:
-    assert problems(catalog, document(categories=[{**NEMOTRON, "options": {option: value}}])) == []
+@pytest.mark.parametrize("level", ["global", "category"])
+def test_the_implemented_reference_options_are_accepted_at_both_levels(
+    catalog: Catalog, option: str, value: Any, level: str
+) -> None:
+    if level == "global":
+        doc = document(**{option: value})
+    else:
+        doc = document(categories=[{**ALL_REDUCE, "options": {option: value}}])
+    assert option not in {option_alias(name) for name in UNIMPLEMENTED_OPTIONS}
+    assert problems(catalog, doc) == []
 
 
 def test_catalog_defaults_of_unimplemented_options_never_trigger_a_refusal(catalog: Catalog) -> None:
@@ -149,14 +160,14 @@ def test_catalog_defaults_of_unimplemented_options_never_trigger_a_refusal(catal
 
 def test_every_category_setting_an_unimplemented_option_gets_its_own_error(catalog: Catalog) -> None:
     doc = document(
-        measurementTimeout="5m",
+        startupStallTimeoutSeconds=1200,
         categories=[{**NEMOTRON, "options": {"maxRestarts": 2, "storageSize": "1Ti"}}, ALL_REDUCE, NEMOTRON],
     )
 
-    assert problems(catalog, doc) == [  # in document order: categories come before measurementTimeout here
+    assert problems(catalog, doc) == [  # in document order: categories come before the global option here
         ("spec.categories[0].options.maxRestarts", "not-implemented"),
         ("spec.categories[0].options.storageSize", "not-implemented"),
-        ("spec.measurementTimeout", "not-implemented"),
+        ("spec.startupStallTimeoutSeconds", "not-implemented"),
     ]
 
 

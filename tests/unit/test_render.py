@@ -4,9 +4,9 @@ Each rendered pair is validated STRICTLY against the pinned Kubeflow Trainer CRD
 unknown fields are errors, not silently pruned), then checked against the certification rules the reference
 states: `argo-hera-trainer.md` §3.5 (schedulerName, `restartPolicy: Never`, Job `backoffLimit: 0`), §3.2 (v2.2+
 `runtimePatches`), §3.4 (TrainJob names ≤ 40); `nvcre-contract.md` §3.3 (image, imagePullSecrets, sourceRepo,
-nicResourceName, mlnxPerNode, resources, placement), §3.4 (the gang scheduler replaces the megatron entries'
-`default-scheduler`; queue label on Job and pod templates), §3.2 (taintSelectors replace the blanket
-toleration), §6.3 (what each entry runs) and §6.4 (GPU defaults); CONVENTIONS.md "Determinism".
+nicResourceName, mlnxPerNode, resources, placement, rdmaDeviceAccess), §3.4 (the gang scheduler replaces the
+megatron entries' `default-scheduler`; queue label on Job and pod templates), §3.2 (taintSelectors replace the
+blanket toleration), §6.3 (what each entry runs) and §6.4 (GPU defaults); CONVENTIONS.md "Determinism".
 """
 
 from __future__ import annotations
@@ -90,6 +90,9 @@ OPTION_SETS: dict[str, OptionSet] = {
         },
         None,
         {"taintSelectors": TAINTS},
+    ),
+    "rdma-host-path-h100": OptionSet(
+        {"rdmaDeviceAccess": "hostPath"}, "h100", {"nodeSelector": {"nvidia.com/gpu.present": "true"}}
     ),
 }
 
@@ -500,6 +503,58 @@ def test_the_nic_resource_is_requested_at_mlnx_per_node_on_gpu_containers_only_w
         else:
             assert name not in resources.get("limits", {})
             assert name not in resources.get("requests", {})
+
+
+# §3.3 rdmaDeviceAccess hostPath: host /dev/infiniband (type Directory) in the worker container, privileged.
+HOST_RDMA_VOLUME = {"name": "host-infiniband", "hostPath": {"path": "/dev/infiniband", "type": "Directory"}}
+HOST_RDMA_MOUNT = {"name": "host-infiniband", "mountPath": "/dev/infiniband"}
+
+
+def test_host_path_rdma_access_reaches_the_gpu_workers_and_no_other_container(case: Rendered) -> None:
+    if case.category.options.rdma_device_access != "hostPath":
+        for name, spec in all_pod_specs(case.runtime):
+            assert HOST_RDMA_VOLUME not in spec.get("volumes", []), name
+            assert all(HOST_RDMA_MOUNT not in container.get("volumeMounts", []) for container in spec["containers"])
+        return
+    # The same options but rdmaDeviceAccess: only the GPU workers' pod specs differ, and only by the option.
+    baseline = rendered_case(case.key, case.gang, "defaults-h100").runtime
+    gpu_jobs = set(case.category.entry.gpu_replicated_jobs)
+    for (name, spec), (_, original) in zip(all_pod_specs(case.runtime), all_pod_specs(baseline), strict=True):
+        if name not in gpu_jobs:  # an MPI launcher: exactly as without the option
+            assert spec == original, name
+            continue
+        worker, original_worker = spec["containers"][0], original["containers"][0]
+        assert spec["volumes"] == [*original.get("volumes", []), HOST_RDMA_VOLUME]
+        assert worker["volumeMounts"] == [*original_worker.get("volumeMounts", []), HOST_RDMA_MOUNT]
+        assert worker["securityContext"] == {**original_worker.get("securityContext", {}), "privileged": True}
+        changed = ("volumeMounts", "securityContext")
+        assert {key: value for key, value in worker.items() if key not in changed} == {
+            key: value for key, value in original_worker.items() if key not in changed
+        }
+        rest = {key: value for key, value in spec.items() if key not in ("volumes", "containers")}
+        assert rest == {key: value for key, value in original.items() if key not in ("volumes", "containers")}
+        assert spec["containers"][1:] == original["containers"][1:]
+
+
+def test_host_path_rdma_access_renders_exactly_this_for_an_mpi_worker_and_leaves_the_launcher_alone() -> None:
+    _, runtime, _, _ = render_with(
+        "communication/nccl-all-reduce", "no-gang", {"rdmaDeviceAccess": "hostPath"}, "h100", {}
+    )
+    specs = dict(all_pod_specs(runtime))
+    worker = specs["node"]["containers"][0]
+    assert specs["node"]["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory"}}, HOST_RDMA_VOLUME]
+    assert worker["volumeMounts"] == [{"name": "dshm", "mountPath": "/dev/shm"}, HOST_RDMA_MOUNT]
+    assert worker["securityContext"] == {"capabilities": {"add": ["IPC_LOCK"]}, "privileged": True}
+    launcher = specs["launcher"]
+    assert launcher["volumes"] == [{"name": "ssh-home", "emptyDir": {}}]
+    assert "securityContext" not in launcher["containers"][0]
+
+
+@pytest.mark.parametrize("key", ENTRY_KEYS)
+def test_device_plugin_rdma_access_renders_the_same_bytes_as_leaving_it_unset(key: str) -> None:
+    unset = render_with(key, "kai", {}, "h100", {})[1:3]
+    device_plugin = render_with(key, "kai", {"rdmaDeviceAccess": "devicePlugin"}, "h100", {})[1:3]
+    assert dump_yaml(list(device_plugin)) == dump_yaml(list(unset))
 
 
 def test_a_gang_scheduler_replaces_the_megatron_default_scheduler() -> None:

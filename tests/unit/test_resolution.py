@@ -9,6 +9,7 @@ pydantic-settings does, so a broken step names itself.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +21,13 @@ from nvcre_argo.catalog.loader import Catalog, load_catalog
 from nvcre_argo.errors import FieldError, format_path
 from nvcre_argo.loading import parse_certification
 from nvcre_argo.render import pods
+from nvcre_argo.render.certification_workflow import category_arguments
 from nvcre_argo.render.runtime import render_runtime
 from nvcre_argo.render.trainjob import render_trainjob
 from nvcre_argo.resolve.category import ResolvedCategory, resolve_certification
 from nvcre_argo.resolve.gpu import architecture_of, defaults_for
 from nvcre_argo.resolve.values import gpu_values
+from nvcre_argo.steps.context import parse_category
 
 KAI_KEY = "kai.scheduler/queue"
 RUNAI_KEY = "runai/queue"
@@ -423,6 +426,46 @@ def test_without_timeout_per_job_the_catalog_default_applies(catalog: Catalog) -
     """§3.3 timeoutPerJob: 1h by default; catalog meta dcgm-level4 2h, nemotron5-8b 24h."""
     all_reduce, dcgm4, nemotron = resolve_ok(catalog, {"categories": [ALL_REDUCE, DCGM4, NEMOTRON]})
     assert (all_reduce.timeout_per_job, dcgm4.timeout_per_job, nemotron.timeout_per_job) == ("1h", "2h", "24h")
+
+
+def test_measurement_timeout_is_the_categorys_over_the_global_over_the_reference_default_5m(catalog: Catalog) -> None:
+    """§3.3 measurementTimeout: 5m by default; a category's value replaces the global one."""
+    (default,) = resolve_ok(catalog, {"categories": [ALL_REDUCE]})
+    inheriting, overriding = resolve_ok(
+        catalog,
+        {
+            "measurementTimeout": "20s",
+            "categories": [ALL_REDUCE, {**NEMOTRON, "options": {"measurementTimeout": "2m30s"}}],
+        },
+    )
+    assert (default.measurement_timeout, default.measurement_wait_seconds) == ("5m", 300)
+    assert (inheriting.measurement_timeout, inheriting.measurement_wait_seconds) == ("20s", 20)
+    assert (overriding.measurement_timeout, overriding.measurement_wait_seconds) == ("2m30s", 150)
+
+
+def test_a_category_whose_verdict_is_the_exit_code_never_waits_for_a_measurement(catalog: Catalog) -> None:
+    (dcgm4,) = resolve_ok(catalog, {"measurementTimeout": "10m", "categories": [DCGM4]})
+    assert (dcgm4.measurement_timeout, dcgm4.measurement_wait_seconds) == ("10m", 0)
+
+
+def test_the_resolved_measurement_timeout_reaches_the_steps_through_the_category_argument(catalog: Catalog) -> None:
+    (category,) = resolve_ok(catalog, {"categories": [{**ALL_REDUCE, "options": {"measurementTimeout": "45s"}}]})
+    argument = json.loads(category_arguments(category))
+    assert argument["measurementTimeout"] == "45s"
+    assert parse_category(category_arguments(category)).measurement_wait_seconds == 45
+    # A Workflow compiled before the option existed carries no value: the steps read the reference default.
+    del argument["measurementTimeout"]
+    assert parse_category(json.dumps(argument)).measurement_timeout == "5m"
+
+
+@pytest.mark.parametrize("value", ["hostPath", "devicePlugin"])
+def test_rdma_device_access_is_inherited_and_replaced_like_every_option(catalog: Catalog, value: str) -> None:
+    other = "devicePlugin" if value == "hostPath" else "hostPath"
+    inheriting, overriding = resolve_ok(
+        catalog,
+        {"rdmaDeviceAccess": value, "categories": [ALL_REDUCE, {**NEMOTRON, "options": {"rdmaDeviceAccess": other}}]},
+    )
+    assert (inheriting.options.rdma_device_access, overriding.options.rdma_device_access) == (value, other)
 
 
 # --- resources -------------------------------------------------------------------------------------------------

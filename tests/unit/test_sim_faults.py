@@ -42,6 +42,7 @@ nodes:
   gpu-node-10: {fault: transient, exitCode: 1}
   gpu-node-11: {fault: health, condition: {type: GpuUnhealthy, status: "True"}}
   gpu-node-12: {fault: slow, tflopsPerGpu: 150, stepTimeMs: 5000}
+  gpu-node-13: {fault: nomeasurement}
 links:
   - between: [sim-cluster.0, sim-cluster.1]
   - {between: [sim-cluster.2, sim-cluster.0], afterSeconds: 2.5, exitCode: 3}
@@ -66,6 +67,7 @@ def test_the_example_plan_reads_every_fault_with_the_fields_it_names() -> None:
         "gpu-node-10": NodeFault(kind="transient", exit_code=1),
         "gpu-node-11": NodeFault(kind="health", condition=NodeCondition(type="GpuUnhealthy", status="True")),
         "gpu-node-12": NodeFault(kind="slow", tflops_per_gpu=150, step_time_ms=5000),
+        "gpu-node-13": NodeFault(kind="nomeasurement"),
     }
     assert plan.links == (
         LinkFault(between=("sim-cluster.0", "sim-cluster.1")),
@@ -175,7 +177,7 @@ _SECONDS = st.one_of(st.integers(min_value=0, max_value=600), st.floats(min_valu
 _NAME = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-.", min_size=1, max_size=20)
 _TEXT = st.text(alphabet="abcXYZ019 ./:=-_\"'é", min_size=1, max_size=12)
 _FAULTS = st.one_of(
-    st.builds(NodeFault, kind=st.sampled_from(["hang", "stall", "datacheck"])),
+    st.builds(NodeFault, kind=st.sampled_from(["hang", "stall", "datacheck", "nomeasurement"])),
     st.builds(
         NodeFault,
         kind=st.just("slow"),
@@ -294,6 +296,11 @@ BAD_PLANS = [
         "nodes: {gpu-node-4: {fault: hang, exitCode: 1}}",
         [('nodes["gpu-node-4"].exitCode', "not-allowed")],
         id="field-not-used-by-the-kind",
+    ),
+    pytest.param(
+        "nodes: {gpu-node-2: {fault: nomeasurement, busBandwidthGBps: 12, afterSeconds: 1}}",
+        [('nodes["gpu-node-2"].busBandwidthGBps', "not-allowed"), ('nodes["gpu-node-2"].afterSeconds', "not-allowed")],
+        id="nomeasurement-takes-no-field",
     ),
     pytest.param(
         "nodes: {gpu-node-5: {fault: slow}}", [('nodes["gpu-node-5"]', "required")], id="slow-without-a-figure"

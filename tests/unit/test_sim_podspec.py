@@ -1,13 +1,17 @@
-"""The sim kubelet's pod-spec rules match the kubelet's: env, $(VAR) expansion, security context, logs."""
+"""The sim kubelet's pod-spec rules match the kubelet's: env, $(VAR) expansion, security context, logs, and
+the volumes it refuses to provide."""
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
 import pytest
+from kubernetes import client as k8s
 
 from tests.sim import podspec
 from tests.sim.logserver import select
+from tests.sim.volumes import materialise
 
 POD: dict[str, Any] = {
     "metadata": {"name": "p", "namespace": "ns", "uid": "u-1", "labels": {"app": "x"}},
@@ -108,3 +112,13 @@ def test_only_pods_whose_every_image_is_mapped_run_as_processes() -> None:
     assert podspec.runs_for_real(argo_pod, images)
     assert not podspec.runs_for_real(workload, images)
     assert not podspec.runs_for_real(mixed, images)
+
+
+def test_a_pod_that_really_runs_never_gets_a_host_path_mounted(tmp_path: Path) -> None:
+    """The host's /dev/infiniband (or any host path) is refused, never bound into a container; no API call is
+    needed to refuse it (the client here would fail any)."""
+    volume = {"name": "host-infiniband", "hostPath": {"path": "/dev/infiniband", "type": "Directory"}}
+    target = tmp_path / "volumes" / "host-infiniband"
+    with pytest.raises(podspec.ContainerConfigError, match="hostPath '/dev/infiniband' is not provided"):
+        materialise(cast(k8s.CoreV1Api, None), POD, volume, target)
+    assert list(target.iterdir()) == []  # nothing of the host was copied or linked in

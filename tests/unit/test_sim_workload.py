@@ -72,13 +72,15 @@ FAMILIES = {
 
 
 @functools.cache
-def rendered(key: str, nodes: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
+def rendered(
+    key: str, nodes: tuple[str, ...], rdma_device_access: str | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The product's TrainingRuntime and TrainJob for one group of `nodes` (h100, no gang scheduler)."""
     domain, variant = key.split("/")
-    spec = {
-        "target": {"nodeSelector": {"nvidia.com/gpu.present": "true"}},
-        "categories": [{"domain": domain, "variant": variant}],
-    }
+    category: dict[str, Any] = {"domain": domain, "variant": variant}
+    if rdma_device_access is not None:
+        category["options"] = {"rdmaDeviceAccess": rdma_device_access}
+    spec = {"target": {"nodeSelector": {"nvidia.com/gpu.present": "true"}}, "categories": [category]}
     document = {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": "cert"}, "spec": spec}
     resolved, errors = resolve_certification(parse_certification(document, "test.yaml").spec, load_catalog())
     assert errors == []
@@ -98,9 +100,11 @@ def rendered(key: str, nodes: tuple[str, ...]) -> tuple[dict[str, Any], dict[str
     return runtime, trainjob
 
 
-def jobset_pods(key: str, nodes: Sequence[str], *, launcher_node: str | None = None) -> list[dict[str, Any]]:
+def jobset_pods(
+    key: str, nodes: Sequence[str], *, launcher_node: str | None = None, rdma_device_access: str | None = None
+) -> list[dict[str, Any]]:
     """The bound pods Trainer v2 + JobSet create for the rendered pair: `node` pod i on sorted(nodes)[i]."""
-    runtime, trainjob = rendered(key, tuple(sorted(nodes)))
+    runtime, trainjob = rendered(key, tuple(sorted(nodes)), rdma_device_access)
     trainer = trainjob["spec"]["trainer"]
     torch = "torch" in runtime["spec"]["mlPolicy"]
     pods = []
@@ -287,6 +291,23 @@ def test_a_pod_not_bound_to_a_node_has_no_script() -> None:
         script_for(pod, peers=[], plan=FaultPlan(), attempt=0)
 
 
+@pytest.mark.parametrize("key", [NCCL_ALL_REDUCE, TRAINING])
+def test_a_rank_pod_with_host_rdma_devices_is_played_like_any_other(key: str) -> None:
+    """`rdmaDeviceAccess: hostPath` pods (a hostPath volume, privileged) run on the simulated nodes unchanged:
+    the simulated node has its InfiniBand devices, so the pods play exactly the scripts of the default pods."""
+    with_host, default = (
+        jobset_pods(key, NODES, rdma_device_access="hostPath"),
+        jobset_pods(key, NODES, rdma_device_access=None),
+    )
+    ranks = [pod for pod in with_host if pod["metadata"]["labels"][REPLICATED_JOB_LABEL] == "node"]
+    assert ranks
+    volume = {"name": "host-infiniband", "hostPath": {"path": "/dev/infiniband", "type": "Directory"}}
+    assert all(volume in pod["spec"]["volumes"] for pod in ranks)
+    plan = load_fault_plan("")
+    scripts = [script_for(pod, peers=rank_nodes(with_host), plan=plan, attempt=0) for pod in with_host]
+    assert scripts == [script_for(pod, peers=rank_nodes(default), plan=plan, attempt=0) for pod in default]
+
+
 # --------------------------------------------------------------------------------------------- every script
 
 EVERY_FAULT = {
@@ -299,6 +320,7 @@ EVERY_FAULT = {
     "notready": "nodes: {gpu-node-3: {fault: notready, afterSeconds: 1}}",
     "stall": "nodes: {gpu-node-3: {fault: stall}}",
     "transient": "nodes: {gpu-node-3: {fault: transient, exitCode: 2}}",
+    "nomeasurement": "nodes: {gpu-node-3: {fault: nomeasurement}}",
 }
 SCENARIOS = [pytest.param(name, fault, id=f"{name}-{fault}") for name in FAMILIES for fault in EVERY_FAULT]
 
@@ -426,6 +448,29 @@ def test_a_data_check_failure_prints_wrong_values_and_fails_the_nccl_test(name: 
 @pytest.mark.parametrize("name", ["training", "dcgm"])
 def test_a_data_check_fault_does_not_touch_training_or_dcgm(name: str) -> None:
     assert family(name, EVERY_FAULT["datacheck"]) == family(name, "")
+
+
+@pytest.mark.parametrize("name", ["nccl-mpi", "nccl-loopback"])
+def test_a_nomeasurement_group_succeeds_with_nothing_in_its_log_to_measure(name: str) -> None:
+    played = family(name, EVERY_FAULT["nomeasurement"])
+    tester = played["launcher" if name == "nccl-mpi" else "node-0"]
+    result = parse_nccl_log(tester.script.log)
+    assert (result.rows, result.avg_bus_bandwidth_gbps, result.out_of_bounds) == ((), None, None)
+    assert measured_values(nccl=result) == {}
+    assert "busbw" not in tester.script.log
+    assert "# Using devices" in tester.script.log  # the rest of the log is as in a healthy run
+    assert tester.script.exit == Exit(0, "Completed")
+    assert tester.script.ends_after_seconds == family(name)[tester.role].script.ends_after_seconds
+
+
+def test_a_nomeasurement_node_outside_the_group_changes_nothing() -> None:
+    plan = "nodes: {gpu-node-9: {fault: nomeasurement}}"
+    assert play(NCCL_ALL_REDUCE, plan) == play(NCCL_ALL_REDUCE)
+
+
+@pytest.mark.parametrize("name", ["training", "dcgm"])
+def test_a_nomeasurement_fault_does_not_touch_training_or_dcgm(name: str) -> None:
+    assert family(name, EVERY_FAULT["nomeasurement"]) == family(name, "")
 
 
 @pytest.mark.parametrize(

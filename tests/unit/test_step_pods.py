@@ -30,6 +30,7 @@ from tests.unit.test_plan import edited_by_hand, resolve
 
 EXAMPLE = "examples/gpu-cluster-cert.yaml"
 NCCL = {"domain": "communication", "variant": "nccl-all-reduce"}
+DCGM = {"domain": "diagnostics", "variant": "dcgm-level1"}
 
 
 def node(name: str, **labels: str) -> dict[str, Any]:
@@ -86,6 +87,21 @@ def test_step_pods_may_run_on_exactly_the_nodes_the_target_does_not_select(targe
     assert affinity is not None
     for candidate in NODES:
         assert satisfies(candidate, affinity) is not matches_target(candidate, target), candidate["metadata"]["name"]
+
+
+def test_node_names_are_excluded_with_one_value_per_field_requirement_as_the_api_server_requires() -> None:
+    """The API server refuses a pod whose `matchFields` In/NotIn requirement has more than one value ("must be
+    only one value when `operator` is 'In' or 'NotIn' for node field selector")."""
+    affinity = avoid_target_affinity(TargetSpec(node_names=["n3", "n1"]))
+    assert affinity is not None
+    assert affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] == [
+        {
+            "matchFields": [
+                {"key": "metadata.name", "operator": "NotIn", "values": ["n1"]},
+                {"key": "metadata.name", "operator": "NotIn", "values": ["n3"]},
+            ]
+        }
+    ]
 
 
 def test_a_target_of_every_node_or_only_of_taints_places_no_affinity() -> None:
@@ -183,12 +199,20 @@ def plan_of(regular: int, overflow: int = 0) -> Plan:
 def test_the_category_deadline_counts_waves_of_max_concurrent_and_repeats() -> None:
     ten_minutes = {"timeout_per_job": "10m"}
     category = edited_by_hand(resolve(NCCL), max_concurrent=4, repeat_count=2).model_copy(update=ten_minutes)
-    iteration = 2 * 600 + ITERATION_ALLOWANCE_S
+    iteration = 2 * 600 + 300 + ITERATION_ALLOWANCE_S  # blocked, running, and the default 5m measurement wait
     # 9 regular groups in waves of 4 = 3 waves, 1 overflow wave; each group twice.
     assert category_deadline_seconds(plan_of(9, 1), category) == WORKFLOW_ALLOWANCE_S + 4 * 2 * iteration
     unlimited = resolve(NCCL).model_copy(update=ten_minutes)
     assert category_deadline_seconds(plan_of(9), unlimited) == WORKFLOW_ALLOWANCE_S + iteration
     assert category_deadline_seconds(plan_of(0), unlimited) == WORKFLOW_ALLOWANCE_S
+
+
+def test_the_category_deadline_allows_the_measurement_wait_only_where_something_is_measured() -> None:
+    plan = plan_of(1)
+    one_minute = resolve(NCCL).model_copy(update={"timeout_per_job": "10m", "measurement_timeout": "1m"})
+    dcgm = resolve(DCGM).model_copy(update={"timeout_per_job": "10m", "measurement_timeout": "1h"})
+    assert category_deadline_seconds(plan, one_minute) == WORKFLOW_ALLOWANCE_S + 2 * 600 + 60 + ITERATION_ALLOWANCE_S
+    assert category_deadline_seconds(plan, dcgm) == WORKFLOW_ALLOWANCE_S + 2 * 600 + ITERATION_ALLOWANCE_S
 
 
 # ---------------------------------------------------------------------------------------- what the UI shows

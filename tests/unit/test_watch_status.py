@@ -439,6 +439,25 @@ def test_a_failed_group_of_a_diagnose_loop_leaves_the_verdict_to_the_record_step
     assert category.status == "Succeeded"
 
 
+def plan_round_node(node_id: str, started: str, progress: str) -> dict[str, Any]:
+    node = group_node(node_id, "Succeeded", template="plan-round") | {"startedAt": started}
+    return node | {"outputs": {"parameters": [{"name": "progress", "value": progress}]}}
+
+
+def test_a_running_diagnose_loop_says_which_round_it_is_in() -> None:
+    nodes = {
+        "p1": plan_round_node("p1", "2025-03-01T12:01:00Z", "round 1: 5 group(s), 32 node-jobs (intra-screening)"),
+        "p2": plan_round_node("p2", "2025-03-01T12:03:00Z", "round 2: 9 group(s), 18 node-jobs (bisection)"),
+        "g0": group_node("0", "Running"),
+    }
+    running = child(0, "Running", nodes=nodes)
+    running["spec"] = {"entrypoint": "diagnose"}
+
+    category = (compute([parent(), running]).category_statuses or [])[0]
+
+    assert (category.status, category.message) == ("InProgress", "round 2: 9 group(s), 18 node-jobs (bisection)")
+
+
 def test_a_failed_attempt_that_a_retry_recovered_does_not_fail_the_category() -> None:
     retry = group_node("0", "Succeeded") | {"type": "Retry", "children": ["a0", "a1"]}
     nodes = {"g0": retry, "a0": group_node("a0", "Failed", "pod deleted"), "a1": group_node("a1", "Succeeded")}
