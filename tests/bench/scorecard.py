@@ -5,6 +5,8 @@ Run from the repository root as (`make scorecard SCORECARD_ARGS=...` passes the 
 
     .venv/bin/python -m tests.bench.scorecard [--sizes 16,64] [--seed N] [--out build/scorecard.json]
         [--training] [--max-concurrent N] [--runs faults-1,no-fault] [--kinds crash,transient]
+        [--no-fault-each-size]
+    .venv/bin/python -m tests.bench.scorecard --report build/scorecard.json [more.json ...]   # tables again
 
 For each cluster size (GPU nodes in NVLink cliques of 8) it starts one simulated cluster (`tests/sim/cluster.py`:
 real control plane, Argo, Trainer, JobSet; simulated GPU nodes playing a fault plan) and runs, each in a
@@ -15,18 +17,25 @@ namespace of its own, one Certification with these categories, in this order (ea
     training       nemotron5-8b     with --training: nodesPerJob 2, avgStepTimeSec <= 5 (healthy: 2 s),
                                     maxSteps 20, timeoutPerJob 90s
 
-Why these choices. Training is opt-in: it adds about 40% to every run (16 and 64 nodes with it: about 35
-minutes instead of 25 on 2 cores), and what it adds is one kind (slow-training) and a second look at crashes.
-`maxConcurrent: 16`: with all 64 diagnostics groups at once (64 step pods and their executors on 2 cores),
-the sim kubelet's lease loop fell behind, the node controller set the system node and healthy GPU nodes
-`Ready=Unknown` for good (the sim kubelet never posts a Ready status again) and the run stalled with its step
-pods unschedulable; `--max-concurrent 0` lifts the cap.
+Measured on 2 cores (sharing nothing): 16 nodes 12.5 minutes (three runs: long faults 5.6, short faults 3.2,
+no fault 3.1), 64 nodes 15.4 minutes (faults 8.4, no fault 6.0), each cluster starting in about 20 s; the
+default (no-fault run on the largest size only) takes about 25 minutes, plus any wait for the machine's
+cluster lock (not counted in the printed times). Hence these choices:
+- training is opt-in: a third category adds about 40% to every run, for one more kind (slow-training) and a
+  second look at crashes;
+- one run without faults, on the largest cluster (`--no-fault-each-size` for one per size): the other sizes'
+  healthy groups still count false positives;
+- `maxConcurrent: 16`: with all 64 diagnostics groups at once (64 step pods and their executors on 2 cores)
+  the sim kubelet's lease renewals fell behind, the node controller set the system node and two healthy GPU
+  nodes `Ready=Unknown` for good (the sim kubelet never posts a Ready status again), and the run stalled with
+  its step pods unschedulable. At 16 at once the median lease age peaked at 19 s (lease 40 s) under a load
+  of 12; `--max-concurrent 0` lifts the cap.
 
 The fault runs inject every kind of `tests/bench/scorecard_faults.py` on random nodes, at most one per node
 group (the pair categories have the same groups), with random `afterSeconds` where the kind takes one (seeded:
 the same seed gives the same faults on the same nodes); at 16 nodes the kinds do not all fit in one run, so the
 long kinds (hang, stall, health, notready) run together and the short ones in a second run; from 64 nodes one
-run holds two or more copies of each kind. One more run injects nothing. What each run is scored on is what
+run holds two or more copies of each kind. The no-fault run injects nothing. What each run is scored on is what
 a user reads: each category's failed-node and succeeded-node ConfigMaps (through the Certification's status)
 and the Certification's result; the node groups come from the group-result ConfigMaps (a node left out of a
 later category's plan shifts that category's pairs, so its groups are read, not assumed).
@@ -73,7 +82,6 @@ its error). The cluster takes the machine's simulated-cluster lock, so it may wa
 from __future__ import annotations
 
 import argparse
-import base64
 import contextlib
 import json
 import random
@@ -85,108 +93,35 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
 import yaml
-from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from nvcre_argo.names import LABEL_RECORD, LABEL_WORKFLOW
-from nvcre_argo.results import (
-    FAILED_NODES_KEY,
-    RECORD_GROUP_RESULT,
-    SUCCEEDED_NODES_KEY,
-    decode_failed_nodes,
-    decode_succeeded_nodes,
-    read_group_result,
+from tests.bench.scorecard_faults import plan_runs
+from tests.bench.scorecard_run import (
+    DEFAULT_MAX_CONCURRENT,
+    FAULT_DEFAULTS,
+    RunRecord,
+    Settings,
+    categories,
+    certification,
+    progress,
+    run_scenario,
+    wait_nodes_clean,
 )
-from tests.bench.scorecard_faults import RunSpec, plan_runs
-from tests.bench.scorecard_scoring import (
-    CATEGORY_ORDER,
-    CategoryObservation,
-    CrashGroup,
-    NodeVerdict,
-    crash_groups,
-    expected_result,
-    kinds_seen_in,
-    score_category,
-)
+from tests.bench.scorecard_scoring import CATEGORY_ORDER, CrashGroup, NodeVerdict, kinds_seen_in
 from tests.bench.scorecard_tables import RunLine, category_table, crash_table, duration, kind_table, runs_table
-from tests.harness.namespaces import namespace_for_test
 from tests.harness.versions import REPO_ROOT
 from tests.sim import scenario
 from tests.sim.cluster import SimCluster, gpu_nodes
 from tests.sim.kubelet import node_manifest
 
 DEFAULT_SIZES: Final = (16, 64)
-DEFAULT_MAX_CONCURRENT: Final = 16
 PER_CLIQUE: Final = 8
-TIMEOUT_PER_JOB: Final = "90s"
-BUS_BANDWIDTH_THRESHOLD: Final = "value >= 100"
-STEP_TIME_THRESHOLD: Final = "value <= 5"
-FAULT_DEFAULTS: Final = {"durationSeconds": 4, "busBandwidthGBps": 380, "stepTimeMs": 2000}
-CERTIFICATION: Final = "gpu-cluster-cert"
-NODES_CLEAN_TIMEOUT_S: Final = 300.0
-NAMESPACE_GONE_TIMEOUT_S: Final = 300.0
-RESULT_TIMEOUT_S: Final = 180.0
-KUBELET_CONDITIONS: Final = frozenset({"Ready", "MemoryPressure", "DiskPressure", "PIDPressure"})
-JOBSET_LABEL: Final = "jobset.sigs.k8s.io/jobset-name"
+DESCRIPTION: Final = "How well the product finds bad nodes on simulated GPU clusters (figures printed, JSON written)."
 LOCK_STEP: Final = "the machine's simulated-cluster lock"  # SimCluster.timings' name for the wait
-MESSAGE_CHARS: Final = 400
-TRAINING_RESOURCES: Final = {"limits": {"cpu": "6", "memory": "48Gi"}, "requests": {"cpu": "4", "memory": "32Gi"}}
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What one scorecard varies: the seed of the fault placement; the cap on the groups each category runs
-    at once; whether the training category runs; which of the planned runs to play and which fault kinds to
-    inject (None: all; a few kinds fill a run with copies of each, e.g. crashes only, to measure one rate)."""
-
-    seed: int = 1
-    max_concurrent: int | None = DEFAULT_MAX_CONCURRENT
-    training: bool = False
-    runs: frozenset[str] | None = None
-    kinds: frozenset[str] | None = None
-
-    @property
-    def domains(self) -> tuple[str, ...]:
-        return tuple(domain for domain in CATEGORY_ORDER if self.training or domain != "training")
-
-
-def categories(settings: Settings) -> list[dict[str, Any]]:
-    """The categories of every run (see the module docstring), training only when asked for."""
-    every: dict[str, dict[str, Any]] = {
-        "communication": {
-            "variant": "nccl-all-reduce",
-            "options": {
-                "nodesPerJob": 2,
-                "timeoutPerJob": TIMEOUT_PER_JOB,
-                "thresholds": {"busBandwidthGBps": BUS_BANDWIDTH_THRESHOLD},
-            },
-        },
-        "diagnostics": {"variant": "dcgm-level1", "options": {"timeoutPerJob": TIMEOUT_PER_JOB}},
-        "training": {
-            "variant": "nemotron5-8b",
-            "options": {
-                "nodesPerJob": 2,
-                "maxSteps": 20,
-                "timeoutPerJob": TIMEOUT_PER_JOB,
-                "thresholds": {"avgStepTimeSec": STEP_TIME_THRESHOLD},
-                "resources": TRAINING_RESOURCES,
-            },
-        },
-    }
-    found: list[dict[str, Any]] = [{"domain": domain, **every[domain]} for domain in settings.domains]
-    if settings.max_concurrent:
-        for category in found:
-            category["options"]["maxConcurrent"] = settings.max_concurrent
-    return found
-
-
-def certification(namespace: str, settings: Settings) -> dict[str, Any]:
-    return scenario.example_certification(namespace, categories=categories(settings))
 
 
 # ------------------------------------------------------------------------------------------- planning
@@ -221,224 +156,6 @@ def _yaml_file(document: Mapping[str, Any]) -> Iterator[Path]:
         yield path
 
 
-# ------------------------------------------------------------------------------------------- one run
-
-
-@dataclass
-class RunRecord:
-    """Everything one run produced, as the JSON file holds it."""
-
-    name: str
-    namespace: str = ""
-    seconds: float = 0.0
-    result: str = ""
-    expected_result: str = ""
-    error: str = ""
-    injections: list[dict[str, Any]] = field(default_factory=list)
-    categories: list[dict[str, Any]] = field(default_factory=list)
-    verdicts: list[NodeVerdict] = field(default_factory=list)
-    crash_groups: list[CrashGroup] = field(default_factory=list)
-    leftover_trainjobs: list[str] = field(default_factory=list)
-    marks_dropped_late: list[str] = field(default_factory=list)
-    workflow_tree: str = ""
-
-
-def run_scenario(
-    sim: SimCluster, api: k8s.ApiClient, spec: RunSpec, *, size: int, settings: Settings, timeout_s: float
-) -> RunRecord:
-    """One Certification in a namespace of its own: inject, run, read, score; the namespace is deleted and the
-    nodes are back to healthy when it returns. A run that cannot complete is returned with its error."""
-    record = RunRecord(name=spec.name, expected_result=expected_result(spec))
-    record.injections = [{"node": item.node, "kind": item.kind, **item.entry} for item in spec.injections]
-    began = time.monotonic()
-    with namespace_for_test(api, f"scorecard-{size}-{spec.name}") as namespace:
-        record.namespace = namespace
-        try:
-            _execute(sim, api, spec, namespace, record, settings=settings, timeout_s=timeout_s)
-        except (scenario.ScenarioError, ApiException, RuntimeError) as error:
-            record.error = f"{type(error).__name__}: {str(error)[:2000]}"
-        record.seconds = time.monotonic() - began
-    _wait_namespace_gone(api, record.namespace)
-    return record
-
-
-def _execute(
-    sim: SimCluster,
-    api: k8s.ApiClient,
-    spec: RunSpec,
-    namespace: str,
-    record: RunRecord,
-    *,
-    settings: Settings,
-    timeout_s: float,
-) -> None:
-    scenario.install(sim.kubeconfig, namespace, submit=False)
-    scenario.write_fault_plan(api, namespace, yaml.safe_dump(spec.fault_plan(FAULT_DEFAULTS), sort_keys=False))
-    document = certification(namespace, settings)
-    scenario.apply_certification(api, document)
-    parent = scenario.submit(api, scenario.compile_workflow(sim.kubeconfig, document))
-    if spec.has_marks:
-        record.marks_dropped_late = drop_marks_after_first_category(api, namespace, parent, spec, timeout_s=timeout_s)
-    scenario.wait_workflow_done(api, namespace, parent, timeout_s=timeout_s)
-    found = scenario.wait_certification_result(api, namespace, CERTIFICATION, timeout_s=RESULT_TIMEOUT_S)
-    status = found["status"]
-    record.result = str(status.get("result", ""))
-    kind_of = spec.kind_of()
-    for category in status.get("categoryStatuses") or []:
-        observed = read_category(api, namespace, category)
-        workflow = scenario.get_workflow(api, namespace, (category.get("workflowRef") or {}).get("name", ""))
-        record.categories.append({**_category_json(observed, category), "seconds": workflow_seconds(workflow)})
-        record.verdicts += score_category(kind_of, observed)
-        record.crash_groups += crash_groups(spec, observed)
-    record.leftover_trainjobs = scenario.unfinished_trainjobs(api, namespace)
-    record.workflow_tree = scenario.workflow_tree(api, namespace)
-
-
-def drop_marks_after_first_category(
-    api: k8s.ApiClient, namespace: str, parent: str, spec: RunSpec, *, timeout_s: float
-) -> list[str]:
-    """Once the first category's Workflow has ended, rewrite the fault plan without its node marks, and
-    return the workload pods of later categories that had already started (none is expected: the next
-    category still has to be created and planned).
-
-    Why: a health system marks a node once, and the mark stays until the run's namespace is deleted. The
-    simulator makes the mark again on every workload the node runs; for a taint the API server refuses the
-    duplicate and the sim kubelet fails the pod, a failure the product would be credited with. Without its
-    entry the node simply stays marked (and its later workloads are not stretched by the health grace)."""
-    first = f"{parent}-0"
-    scenario.wait_for(
-        f"the first category Workflow {first} to end",
-        lambda: scenario.workflow_phase(api, namespace, first) in scenario.FINAL_PHASES,
-        timeout_s=timeout_s,
-        describe=lambda: scenario.workflow_tree(api, namespace),
-    )
-    plan = yaml.safe_dump(spec.fault_plan(FAULT_DEFAULTS, marks=False), sort_keys=False)
-    scenario.write_fault_plan(api, namespace, plan)
-    pods = k8s.CoreV1Api(api).list_namespaced_pod(namespace, label_selector=JOBSET_LABEL).items
-    return sorted(pod.metadata.name for pod in pods if not pod.metadata.labels[JOBSET_LABEL].startswith(f"{first}-"))
-
-
-def read_category(api: k8s.ApiClient, namespace: str, category: Mapping[str, Any]) -> CategoryObservation:
-    """What a user reads about one category: the ConfigMaps its status points to, and its groups."""
-    core = k8s.CoreV1Api(api)
-    failed: dict[str, dict[str, str]] = {}
-    succeeded: list[str] = []
-    if category.get("failedNodesRef"):
-        configmap = core.read_namespaced_config_map(category["failedNodesRef"]["name"], namespace)
-        for node in decode_failed_nodes(_binary(configmap, FAILED_NODES_KEY)):
-            failed.setdefault(node.name, {})[node.reason] = node.message
-    if category.get("succeededNodesRef"):
-        configmap = core.read_namespaced_config_map(category["succeededNodesRef"]["name"], namespace)
-        succeeded = decode_succeeded_nodes(_binary(configmap, SUCCEEDED_NODES_KEY))
-    workflow = (category.get("workflowRef") or {}).get("name", "")
-    return CategoryObservation(
-        domain=str(category.get("domain", "")),
-        variant=str(category.get("variant", "")),
-        status=str(category.get("status", "")),
-        failed=failed,
-        succeeded=frozenset(succeeded),
-        groups=read_groups(api, namespace, workflow) if workflow else (),
-    )
-
-
-def read_groups(api: k8s.ApiClient, namespace: str, workflow: str) -> tuple[tuple[str, ...], ...]:
-    """The node groups a category Workflow ran, from its group-result ConfigMaps."""
-    selector = f"{LABEL_RECORD}={RECORD_GROUP_RESULT},{LABEL_WORKFLOW}={workflow}"
-    found = k8s.CoreV1Api(api).list_namespaced_config_map(namespace, label_selector=selector).items
-    groups = {tuple(sorted(read_group_result(api.sanitize_for_serialization(item))["nodes"])) for item in found}
-    return tuple(sorted(groups))
-
-
-def workflow_seconds(workflow: Mapping[str, Any] | None) -> float | None:
-    """How long a finished Workflow ran, from its status (None when it did not finish)."""
-    status = (workflow or {}).get("status") or {}
-    if not status.get("startedAt") or not status.get("finishedAt"):
-        return None
-    started, finished = (datetime.fromisoformat(status[key]) for key in ("startedAt", "finishedAt"))
-    return (finished - started).total_seconds()
-
-
-def _binary(configmap: k8s.V1ConfigMap, key: str) -> bytes:
-    return base64.b64decode((configmap.binary_data or {})[key])
-
-
-def _category_json(observed: CategoryObservation, status: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "domain": observed.domain,
-        "variant": observed.variant,
-        "status": observed.status,
-        "message": status.get("message"),
-        "failed": {
-            node: {reason: message[:MESSAGE_CHARS] for reason, message in sorted(reasons.items())}
-            for node, reasons in sorted(observed.failed.items())
-        },
-        "succeeded": sorted(observed.succeeded),
-        "groups": [list(group) for group in observed.groups],
-    }
-
-
-# ------------------------------------------------------------------------------------------- the cluster
-
-
-def wait_nodes_clean(api: k8s.ApiClient, names: Sequence[str], *, timeout_s: float = NODES_CLEAN_TIMEOUT_S) -> None:
-    """Wait until every node (GPU and system) is Ready, schedulable and untainted, with no fault condition:
-    the previous run's health marks are undone (by the sim kubelet, once its namespace terminates) and the
-    node controller has lifted its not-ready taints, so no run inherits another's faults. A condition the sim
-    kubelet leaves behind is removed here, as an operator repairing the node would."""
-    wanted = set(names)
-
-    def dirty() -> list[str]:
-        nodes = [node for node in k8s.CoreV1Api(api).list_node().items if node.metadata.name in wanted]
-        for node in nodes:
-            _remove_extra_conditions(api, node)
-        return sorted(node.metadata.name for node in nodes if not _clean(node))
-
-    scenario.wait_for(
-        "every node healthy again", lambda: not dirty(), timeout_s=timeout_s, describe=lambda: f"{dirty()}"
-    )
-
-
-def extra_conditions(node: k8s.V1Node) -> list[str]:
-    """The node's condition types other than the four a kubelet reports (what a health fault added)."""
-    return sorted(item.type for item in node.status.conditions or [] if item.type not in KUBELET_CONDITIONS)
-
-
-def _remove_extra_conditions(api: k8s.ApiClient, node: k8s.V1Node) -> None:
-    """Delete leftover fault conditions (strategic merge patch, by the conditions' merge key `type`): the sim
-    kubelet's undo rewrites the four kubelet conditions with a merge patch, which keeps any other one."""
-    extra = extra_conditions(node)
-    if not extra:
-        return
-    _progress(f"{node.metadata.name}: removing condition {', '.join(extra)} left after its run's namespace")
-    patch = {"status": {"conditions": [{"type": kind, "$patch": "delete"} for kind in extra]}}
-    k8s.CoreV1Api(api).patch_node_status(node.metadata.name, patch)
-
-
-def _clean(node: k8s.V1Node) -> bool:
-    conditions = node.status.conditions or []
-    ready = any(item.type == "Ready" and item.status == "True" for item in conditions)
-    return ready and not node.spec.unschedulable and not node.spec.taints and not extra_conditions(node)
-
-
-def _wait_namespace_gone(api: k8s.ApiClient, namespace: str) -> None:
-    """Wait until the namespace is deleted, so its pods no longer hold the nodes' GPUs."""
-    if not namespace:
-        return
-
-    def gone() -> bool:
-        try:
-            k8s.CoreV1Api(api).read_namespace(namespace)
-        except ApiException as error:
-            if error.status == 404:
-                return True
-            raise
-        return False
-
-    scenario.wait_for(
-        f"namespace {namespace} to be deleted", gone, timeout_s=NAMESPACE_GONE_TIMEOUT_S, describe=lambda: ""
-    )
-
-
 @dataclass
 class SizeRecord:
     """One cluster size: its runs and times."""
@@ -454,15 +171,16 @@ class SizeRecord:
     error: str = ""
 
 
-def run_size(size: int, settings: Settings, *, save: Callable[[SizeRecord], None]) -> SizeRecord:
-    """Plan the runs of one size (seeded), start its cluster and play every run on it; `save` is called with
-    the record after each run, so an interrupted scorecard keeps what it measured."""
+def run_size(size: int, settings: Settings, *, no_fault: bool, save: Callable[[SizeRecord], None]) -> SizeRecord:
+    """Plan the runs of one size (seeded; `no_fault`: with the run without a fault), start its cluster and
+    play every run on it; `save` is called with the record after each run, so an interrupted scorecard keeps
+    what it measured."""
     record = SizeRecord(size=size, seed=settings.seed)
     began = time.monotonic()
     groups = preview_groups(size, settings)
     record.groups = len(groups)
     kinds = [kind for kind in kinds_seen_in(settings.domains) if settings.kinds is None or kind.name in settings.kinds]
-    specs = plan_runs(groups, random.Random(settings.seed * 100_003 + size), kinds)
+    specs = plan_runs(groups, random.Random(settings.seed * 100_003 + size), kinds, no_fault=no_fault)
     specs = [spec for spec in specs if settings.runs is None or spec.name in settings.runs]
     record.planned_runs = [spec.name for spec in specs]
     nodes = gpu_nodes(size, per_clique=PER_CLIQUE)
@@ -472,9 +190,9 @@ def run_size(size: int, settings: Settings, *, save: Callable[[SizeRecord], None
             record.cluster_start_seconds = sum(sim.timings.values()) - record.lock_wait_seconds
             for spec in specs:
                 wait_nodes_clean(api, [node.name for node in sim.nodes])
-                _progress(f"{size} nodes: run {spec.name} ({len(spec.injections)} faults) ...")
+                progress(f"{size} nodes: run {spec.name} ({len(spec.injections)} faults) ...")
                 run = run_scenario(sim, api, spec, size=size, settings=settings, timeout_s=run_timeout_s(size))
-                _progress(f"{size} nodes: run {spec.name}: {run.error or run.result} in {duration(run.seconds)}")
+                progress(f"{size} nodes: run {spec.name}: {run.error or run.result} in {duration(run.seconds)}")
                 record.runs.append(run)
                 record.seconds = time.monotonic() - began - record.lock_wait_seconds
                 save(record)
@@ -486,13 +204,10 @@ def run_size(size: int, settings: Settings, *, save: Callable[[SizeRecord], None
 
 
 def run_timeout_s(size: int) -> float:
-    """How long one run may take before it counts as one that could not complete: three categories, each
-    up to timeoutPerJob plus the orchestration of its groups, with a wide margin for a loaded machine."""
+    """How long one run may take before it counts as one that could not complete: up to three categories,
+    each up to timeoutPerJob per wave of groups plus their orchestration, with a wide margin for a loaded
+    machine."""
     return 900.0 + 15.0 * size
-
-
-def _progress(message: str) -> None:
-    print(f"[scorecard] {message}", file=sys.stderr, flush=True)
 
 
 # ------------------------------------------------------------------------------------------- output
@@ -538,9 +253,11 @@ def report(title: str, runs: Sequence[RunRecord], domains: Sequence[str]) -> lis
 
 
 def size_title(record: SizeRecord) -> str:
+    planned = max(len(record.planned_runs), len(record.runs))
+    runs = f"{len(record.runs)} runs" if len(record.runs) == planned else f"{len(record.runs)} of {planned} runs"
     return (
         f"== {record.size} GPU nodes (cliques of {PER_CLIQUE}, {record.groups} node pairs), seed {record.seed}: "
-        f"{len(record.runs)} runs in {duration(record.seconds)}"
+        f"{runs} in {duration(record.seconds)}"
         f" (cluster start {duration(record.cluster_start_seconds)}; not counted: waiting"
         f" {duration(record.lock_wait_seconds)} for the machine's cluster lock)"
         + (f"; ERROR {record.error}" if record.error else "")
@@ -610,7 +327,7 @@ def print_reports(records: Sequence[SizeRecord], domains: Sequence[str]) -> None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="make scorecard", description=(__doc__ or "").splitlines()[0])
+    parser = argparse.ArgumentParser(prog="make scorecard", description=DESCRIPTION)
     parser.add_argument("--report", type=Path, nargs="+", help="print the tables of saved JSON files; run nothing")
     parser.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="GPU node counts (default 16,64)")
     parser.add_argument("--seed", type=int, default=1, help="seed of the fault placement (default 1)")
@@ -623,11 +340,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--training", action="store_true", help="add the training category (about +40%% time)")
     parser.add_argument("--runs", help="play only these planned runs, e.g. no-fault or faults-1,faults-2")
     parser.add_argument("--kinds", help="inject only these fault kinds, e.g. crash,transient")
+    parser.add_argument(
+        "--no-fault-each-size", action="store_true", help="a run without faults on every size, not only the largest"
+    )
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "scorecard.json", help="the JSON file")
     args = parser.parse_args(argv)
     if args.report:
         documents = [json.loads(path.read_text(encoding="utf-8")) for path in args.report]
-        print_reports([record for item in documents for record in records_from_json(item)], documents[0]["order"])
+        domains = [domain for domain in CATEGORY_ORDER if any(domain in item["order"] for item in documents)]
+        print_reports([record for item in documents for record in records_from_json(item)], domains)
         return 0
     sizes = [int(item) for item in args.sizes.split(",") if item.strip()]
     settings = Settings(args.seed, args.max_concurrent or None, args.training, _names(args.runs), _names(args.kinds))
@@ -641,7 +362,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.out.write_text(json.dumps(document, indent=1, default=str) + "\n", encoding="utf-8")
 
     for size in sizes:
-        records.append(run_size(size, settings, save=save))
+        no_fault = args.no_fault_each_size or size == max(sizes)
+        records.append(run_size(size, settings, no_fault=no_fault, save=save))
     print_reports(records, settings.domains)
     print(f"\nwritten to {args.out}")
     incomplete = incomplete_runs(records)

@@ -15,7 +15,8 @@ random one in `AFTER_SECONDS`: where a crash falls against the run step's 10 s p
 Runs: every kind needs a group of its own and some groups stay healthy (`HEALTHY_SHARE`, so a run also counts
 false positives far from any fault). When every kind fits in one run it gets as many copies of each kind as
 fit; otherwise the kinds are split over several runs, the long ones (which hold a group until `timeoutPerJob`
-or the health grace) together, so the short runs end quickly. One more run has no fault at all.
+or the health grace) together, so the short runs end quickly. One more run, on the largest cluster unless
+asked for on every size, has no fault at all.
 """
 
 from __future__ import annotations
@@ -164,8 +165,14 @@ def place_faults(name: str, kinds: Sequence[FaultKind], groups: Sequence[Sequenc
     return RunSpec(name=name, injections=tuple(sorted(injections, key=lambda item: (item.kind, item.node))))
 
 
-def plan_runs(groups: Sequence[Sequence[str]], rng: random.Random, kinds: Sequence[FaultKind] = KINDS) -> list[RunSpec]:
-    """Every run of one cluster size: the fault runs, then the no-fault run."""
+def plan_runs(
+    groups: Sequence[Sequence[str]],
+    rng: random.Random,
+    kinds: Sequence[FaultKind] = KINDS,
+    *,
+    no_fault: bool = True,
+) -> list[RunSpec]:
+    """Every run of one cluster size: the fault runs, then (with `no_fault`) the run without a fault."""
     batches = batch_kinds(kinds, fault_capacity(len(groups)))
     runs = [place_faults(f"faults-{index + 1}", batch, groups, rng) for index, batch in enumerate(batches)]
-    return [*runs, RunSpec(name=NO_FAULT_RUN, injections=())]
+    return [*runs, RunSpec(name=NO_FAULT_RUN, injections=())] if no_fault else runs

@@ -105,6 +105,10 @@ def crash_table(groups: Iterable[CrashGroup]) -> list[str]:
         f"crash groups (one crashing node, healthy groupmates): {len(found)}; only the crashing node blamed: "
         f"{attributed}; whole group blamed: {whole} ({percent(whole / len(found))})"
     ]
+    for domain in sorted({group.domain for group in found}):
+        mine = [group for group in found if group.domain == domain]
+        blamed = sum(group.whole_group for group in mine)
+        lines.append(f"  {domain}: {len(mine)} groups, whole group blamed in {blamed} ({percent(blamed / len(mine))})")
     for group in sorted(found, key=lambda item: (item.domain, item.after_seconds)):
         if not group.attributed:
             blamed = ", ".join(group.blamed) or "nobody"

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from nvcre_argo.results import HARDWARE_FAILURE_DETECTED, THRESHOLD_VIOLATION, WORKLOAD_FAILED
-from tests.bench import scorecard
+from tests.bench import scorecard, scorecard_run
 from tests.bench.scorecard_faults import (
     KIND_NAMES,
     KINDS,
@@ -278,24 +278,24 @@ def test_only_kinds_a_running_category_can_see_are_injected() -> None:
 
 def test_a_planned_run_that_failed_or_never_ran_makes_the_scorecard_incomplete() -> None:
     done = scorecard.SizeRecord(size=16, seed=1, planned_runs=["faults-1", "no-fault"])
-    done.runs = [scorecard.RunRecord("faults-1"), scorecard.RunRecord("no-fault")]
+    done.runs = [scorecard_run.RunRecord("faults-1"), scorecard_run.RunRecord("no-fault")]
     assert scorecard.incomplete_runs([done]) == []
 
     broken = scorecard.SizeRecord(size=64, seed=1, planned_runs=["faults-1", "no-fault"], error="ScenarioError")
-    broken.runs = [scorecard.RunRecord("faults-1", error="ScenarioError: timed out")]
+    broken.runs = [scorecard_run.RunRecord("faults-1", error="ScenarioError: timed out")]
     assert scorecard.incomplete_runs([done, broken]) == ["64/faults-1", "64/no-fault"]
     assert scorecard.incomplete_runs([scorecard.SizeRecord(size=8, seed=1, error="plan")]) == ["8/(planning)"]
 
 
 def test_a_workflow_runs_from_its_start_to_its_finish_and_an_unfinished_one_has_no_duration() -> None:
     finished = {"status": {"startedAt": "2026-01-01T00:00:05Z", "finishedAt": "2026-01-01T00:02:10Z"}}
-    assert scorecard.workflow_seconds(finished) == 125.0
-    assert scorecard.workflow_seconds({"status": {"startedAt": "2026-01-01T00:00:05Z"}}) is None
-    assert scorecard.workflow_seconds(None) is None
+    assert scorecard_run.workflow_seconds(finished) == 125.0
+    assert scorecard_run.workflow_seconds({"status": {"startedAt": "2026-01-01T00:00:05Z"}}) is None
+    assert scorecard_run.workflow_seconds(None) is None
 
 
 def test_a_saved_scorecard_reads_back_into_the_records_it_was_written_from() -> None:
-    run = scorecard.RunRecord("faults-1", result="FAILED", expected_result="FAILED")
+    run = scorecard_run.RunRecord("faults-1", result="FAILED", expected_result="FAILED")
     run.verdicts = [NodeVerdict("n2", "communication", None, "false-positive", (WF,), ("crash",))]
     run.crash_groups = [
         crash_groups(
@@ -304,6 +304,12 @@ def test_a_saved_scorecard_reads_back_into_the_records_it_was_written_from() -> 
         )[0]
     ]
     record = scorecard.SizeRecord(size=16, seed=3, planned_runs=["faults-1"], runs=[run])
-    document = json.loads(json.dumps(scorecard.to_json([record], scorecard.Settings(seed=3)), default=str))
+    document = json.loads(json.dumps(scorecard.to_json([record], scorecard_run.Settings(seed=3)), default=str))
     assert scorecard.records_from_json(document) == [record]
     assert document["order"] == ["communication", "diagnostics"]
+
+
+def test_a_size_may_go_without_its_no_fault_run() -> None:
+    groups = [[f"n{2 * index + 1}", f"n{2 * index + 2}"] for index in range(8)]
+    runs = plan_runs(groups, random.Random(1), no_fault=False)
+    assert [run.name for run in runs] == ["faults-1", "faults-2"]
