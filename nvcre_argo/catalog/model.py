@@ -13,7 +13,9 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+
+from nvcre_argo.cel import CelError, compile_expression
 
 Measurement = Literal["nccl-bandwidth", "megatron-goodput", "exit-code"]
 MEASURED_THRESHOLD_KEYS: Mapping[Measurement, tuple[str, ...]] = MappingProxyType(
@@ -80,6 +82,25 @@ class CatalogEntry(_EntryModel):
     labels: dict[str, str] = Field(default_factory=dict, description="Catalog labels on the TrainJob (step 1).")
     runtime: dict[str, Any] = Field(description="TrainingRuntime spec, with %{placeholders}.")
     trainer: dict[str, Any] = Field(description="TrainJob spec.trainer, with %{placeholders}.")
+    health_expression: str | None = Field(
+        default=None,
+        alias="healthExpression",
+        min_length=1,
+        max_length=2048,
+        description="CEL over each group Node as `node`, true = unhealthy, checked while the workload runs "
+        "(the reference's nodeHealthMonitor.cel.expression); unset: `node.spec.unschedulable == true`.",
+    )
+
+    @field_validator("health_expression")
+    @classmethod
+    def _health_expression_compiles(cls, expression: str | None) -> str | None:
+        """Refused when the catalog loads, not hours later when the first group's run step compiles it."""
+        if expression is not None:
+            try:
+                compile_expression(expression)
+            except CelError as error:
+                raise ValueError(f"not a CEL expression: {error}") from None
+        return expression
 
     @model_validator(mode="after")
     def _nccl_entries_name_their_test(self) -> CatalogEntry:

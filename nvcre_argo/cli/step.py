@@ -32,6 +32,7 @@ from nvcre_argo.steps.group_summary import (
     isolation_job_summary,
     measurement_text,
 )
+from nvcre_argo.steps.health import health_expression
 from nvcre_argo.steps.measurements import measure_log
 from nvcre_argo.steps.planning import load_plan, plan_step
 from nvcre_argo.steps.recording import read_group_results, record_step
@@ -144,7 +145,7 @@ def run_command(ctx: click.Context) -> None:
         group=group.name,
         nodes=group.nodes,
         gpu=gpu_values(context.category, plan.architecture),
-        settings=RunSettings(),
+        settings=RunSettings(health_expression=health_expression(context.category.entry)),
         measure=measure_log,
         report=click.echo,
         matched=len(plan.candidates),

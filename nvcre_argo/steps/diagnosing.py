@@ -32,6 +32,7 @@ from nvcre_argo.plan.isolation import (
 from nvcre_argo.plan.model import NodeGroup, Plan, PlanError
 from nvcre_argo.plan.rounds import isolation_of_plan, plan_isolation, round_node_groups
 from nvcre_argo.results import (
+    HARDWARE_FAILURE_DETECTED,
     THRESHOLD_VIOLATION,
     WORKLOAD_FAILED,
     DiagnoseRecord,
@@ -187,8 +188,10 @@ def _faulty_node(
     node: str, jobs: Sequence[NodeGroup], results: Mapping[str, GroupResultRecord], healthy: frozenset[str]
 ) -> FailedNode:
     """A convicted node, with the reason of the last job that failed because of it alone (every other member
-    healthy; typically its confirmation): ThresholdViolation when that job ran but too slowly, else
-    WorkloadFailed. The message names every job it failed in, and that job's own message."""
+    healthy; typically its confirmation): HardwareFailureDetected when that job's health check fired on this
+    node (evidence about the node itself, where the others are about the job), ThresholdViolation when the
+    job ran but too slowly, else WorkloadFailed. The message names every job it failed in, and that job's own
+    message."""
     failing = [group for group in jobs if node in group.nodes and job_outcome(results.get(group.name)) != "passed"]
     alone = [group for group in failing if set(group.nodes) - {node} <= healthy]
     decisive = (alone or failing)[-1] if failing else None
@@ -200,7 +203,15 @@ def _faulty_node(
         message += f", decided by {decisive.name}"
     if detail:
         message += f": {detail.splitlines()[0]}"
-    return FailedNode(node, THRESHOLD_VIOLATION if slow else WORKLOAD_FAILED, message)
+    reason = THRESHOLD_VIOLATION if slow else WORKLOAD_FAILED
+    if record is not None and HARDWARE_FAILURE_DETECTED in _reasons_for(node, record):
+        reason = HARDWARE_FAILURE_DETECTED
+    return FailedNode(node, reason, message)
+
+
+def _reasons_for(node: str, record: GroupResultRecord) -> set[str]:
+    """The reasons a job's result gives this node."""
+    return {item["reason"] for it in record["iterations"] for item in it["failed_nodes"] if item["name"] == node}
 
 
 def _describe_fault(domain: str, group_a: Sequence[str], group_b: Sequence[str]) -> str:

@@ -1,9 +1,11 @@
 """Node health during a run: a CEL expression over each Node object, as the reference's monitor does.
 
 The default, `node.spec.unschedulable == true`, fires when someone else's health system cordons a node
-mid-run. An expression that cannot be evaluated on a node (a field it reads is absent) does not fire: absence
-of evidence is not a hardware failure. Taint-selecting `node.kubernetes.io/unschedulable` opts cordoned nodes
-into the run and therefore turns the monitor off, as in the reference.
+mid-run; a catalog entry can give its own (`healthExpression`), e.g. one that also catches the taint or
+condition a cluster's GPU health agent sets. An expression that cannot be evaluated on a node (a field it
+reads is absent) does not fire: absence of evidence is not a hardware failure. Taint-selecting
+`node.kubernetes.io/unschedulable` opts cordoned nodes into the run and therefore turns the monitor off, as in
+the reference.
 
 Pure: the run step feeds Node objects in (from a watch or from GETs) and reads verdicts out. Why a compiled
 `HealthCheck` and not one `evaluate` call per node: compiling the expression took about 1.2 ms and converting
@@ -19,11 +21,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nvcre_argo.api.spec import TargetSpec
+from nvcre_argo.catalog.model import CatalogEntry
 from nvcre_argo.cel import CelError, Program, compile_expression
 
 DEFAULT_HEALTH_EXPRESSION = "node.spec.unschedulable == true"
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 NODE_VARIABLE = "node"
+
+
+def health_expression(entry: CatalogEntry) -> str:
+    """The expression the run step checks: the catalog entry's own, else the reference's default."""
+    return entry.health_expression or DEFAULT_HEALTH_EXPRESSION
 
 
 def monitor_enabled(target: TargetSpec) -> bool:

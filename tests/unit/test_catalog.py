@@ -24,6 +24,7 @@ from nvcre_argo.render.runtime import render_runtime
 from nvcre_argo.render.trainjob import render_trainjob
 from nvcre_argo.resolve.category import resolve_certification
 from nvcre_argo.resolve.values import gpu_values
+from nvcre_argo.steps.health import DEFAULT_HEALTH_EXPRESSION, health_expression
 from nvcre_argo.yamlio import load_yaml_documents
 
 REFERENCE_ENTRIES = [
@@ -347,6 +348,15 @@ def test_a_user_entry_extends_a_builtin_fragment_and_overrides_only_what_it_sets
     assert trainer["command"] == ["/usr/local/bin/gpu_burn", "600"]
 
 
+def test_an_entry_may_give_the_health_expression_its_run_step_checks(tmp_path: Path) -> None:
+    expression = "node.spec.taints.exists(t, t.key == 'nvidia.com/gpu-unhealthy')"
+    write(tmp_path, "compute/gpu-burn.yaml", NEW_ENTRY + f'healthExpression: "{expression}"\n')
+    catalog = load_catalog([tmp_path])
+    assert health_expression(catalog.entries["compute/gpu-burn"]) == expression
+    # Entries that say nothing keep the reference's default.
+    assert health_expression(catalog.entries["communication/nccl-all-reduce"]) == DEFAULT_HEALTH_EXPRESSION
+
+
 def test_a_fragment_in_the_users_own_lib_directory_is_found_first(tmp_path: Path) -> None:
     write(
         tmp_path,
@@ -413,6 +423,12 @@ VALID_HEAD = "extends: nccl-mpi\ndomain: communication\nvariant: mine\ndescripti
         ),
         pytest.param(VALID_HEAD + "measurement: bandwidth\n", ["measurement"], id="value-outside-the-enum"),
         pytest.param(VALID_HEAD + "gpuReplicatedJobs: node\n", ["gpuReplicatedJobs"], id="wrong-type"),
+        pytest.param(
+            VALID_HEAD + "healthExpression: 'node.spec.unschedulable =='\n",
+            ["healthExpression", "not a CEL expression", "syntax error"],
+            id="health-expression-not-cel",
+        ),
+        pytest.param(VALID_HEAD + "healthExpression: ''\n", ["healthExpression"], id="health-expression-empty"),
     ],
 )
 def test_a_malformed_entry_fails_with_a_catalog_error_naming_the_file_and_the_field(

@@ -11,6 +11,7 @@ import pytest
 from nvcre_argo.plan.isolation import Candidate, Group, plan_isolation_round
 from nvcre_argo.plan.model import Isolation, Plan, PlanError
 from nvcre_argo.results import (
+    HARDWARE_FAILURE_DETECTED,
     THRESHOLD_VIOLATION,
     WORKLOAD_FAILED,
     DiagnoseRecord,
@@ -132,6 +133,18 @@ def test_the_loop_takes_the_pure_planners_rounds_and_convicts_exactly_the_faulty
     assert outcome.record["rounds"] == rounds
     assert outcome.record["jobs"] == len(results)
     assert [entry["round"] for entry in outcome.record["history"]] == list(range(1, rounds + 1))
+
+
+def test_a_node_the_health_check_caught_is_convicted_as_a_hardware_failure() -> None:
+    plan, results, _ = play(diagnose_plan(), scenario(node_faults=frozenset({"n05"})))
+    for record in results.values():
+        if "n05" in record["nodes"] and not record["iterations"][0]["succeeded"]:
+            caught = {"name": "n05", "reason": HARDWARE_FAILURE_DETECTED, "message": "health check fired"}
+            record["iterations"][0]["failed_nodes"] = [caught]  # type: ignore[list-item]
+
+    (failed,) = diagnose_outcome(plan, results).failed
+
+    assert (failed.name, failed.reason) == ("n05", HARDWARE_FAILURE_DETECTED)
 
 
 def test_a_link_fault_is_a_finding_with_no_node_blamed() -> None:
