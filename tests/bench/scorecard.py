@@ -12,10 +12,19 @@ For each cluster size (GPU nodes in NVLink cliques of 8) it starts one simulated
 real control plane, Argo, Trainer, JobSet; simulated GPU nodes playing a fault plan) and runs, each in a
 namespace of its own, one Certification with these categories, in this order (each with `maxConcurrent: 16`):
 
-    communication  nccl-all-reduce  nodesPerJob 2, busBandwidthGBps >= 100 (healthy: 380), timeoutPerJob 90s
+    communication  nccl-all-reduce  testScale diagnose (`--communication pairs`: nodesPerJob 2),
+                                    busBandwidthGBps >= 100 (healthy: 380), timeoutPerJob 90s
     diagnostics    dcgm-level1      one node per group, timeoutPerJob 90s
     training       nemotron5-8b     with --training: nodesPerJob 2, avgStepTimeSec <= 5 (healthy: 2 s),
                                     maxSteps 20, timeoutPerJob 90s
+
+Each entry is compiled from a `--catalog` directory that gives the built-in entry the health expression
+`scorecard_run.HEALTH_EXPRESSION` (cordoned, tainted `nvidia.com/gpu-unhealthy`, condition `GpuUnhealthy`,
+or not Ready), as a site whose GPU health agent marks nodes would configure it; the built-in default only
+catches a cordon. Why diagnose for communication: a slow, hung or corrupting member slows, blocks or corrupts
+the whole collective, so a fixed group can only blame all of its nodes; fault isolation splits failing groups
+and confirms each suspect with a known-healthy partner, which is what names the node (and clears a transient
+failure). `--communication pairs` measures what fixed pairs can tell.
 
 Measured on 2 cores (sharing nothing): 16 nodes 12.5 minutes (three runs: long faults 5.6, short faults 3.2,
 no fault 3.1), 64 nodes 15.4 minutes (faults 8.4, no fault 6.0), each cluster starting in about 20 s; the
@@ -83,6 +92,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import random
 import signal
@@ -101,8 +111,10 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.bench.scorecard_faults import plan_runs
 from tests.bench.scorecard_run import (
+    COMMUNICATION_SCALES,
     DEFAULT_MAX_CONCURRENT,
     FAULT_DEFAULTS,
+    HEALTH_EXPRESSION,
     RunRecord,
     Settings,
     categories,
@@ -128,11 +140,13 @@ LOCK_STEP: Final = "the machine's simulated-cluster lock"  # SimCluster.timings'
 
 
 def preview_groups(size: int, settings: Settings) -> list[list[str]]:
-    """The communication category's node groups on this cluster, from `nvcre-argo plan` on the simulated
-    nodes as their kubelet registers them; the training category's, when it runs, must be the same pairs."""
+    """The node pairs faults are placed in: the communication category's groups with `--communication pairs`
+    on this cluster, from `nvcre-argo plan` on the simulated nodes as their kubelet registers them; the
+    training category's, when it runs, must be the same pairs. (A diagnose category plans no fixed groups; its
+    isolation finds the faults wherever they fall, so the pairs serve it as well.)"""
     nodes = [node_manifest(spec, 0) for spec in gpu_nodes(size, per_clique=PER_CLIQUE)]
     listing = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": nodes})
-    with _yaml_file(certification("scorecard", settings)) as path:
+    with _yaml_file(certification("scorecard", dataclasses.replace(settings, communication="pairs"))) as path:
         proc = subprocess.run(
             [str(Path(sys.executable).parent / "nvcre-argo"), "plan", str(path), "--nodes", "-", "-o", "json"],
             input=listing, capture_output=True, text=True, cwd=REPO_ROOT, timeout=300, check=False,
@@ -270,6 +284,7 @@ def to_json(records: Sequence[SizeRecord], settings: Settings) -> dict[str, Any]
         "seed": settings.seed,
         "categories": categories(settings),
         "faultDefaults": FAULT_DEFAULTS,
+        "healthExpression": HEALTH_EXPRESSION,
         "order": list(settings.domains),
         "sizes": [asdict(record) for record in records],
     }
@@ -343,6 +358,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--no-fault-each-size", action="store_true", help="a run without faults on every size, not only the largest"
     )
+    parser.add_argument(
+        "--communication",
+        choices=sorted(COMMUNICATION_SCALES),
+        default="diagnose",
+        help="the communication category's grouping: diagnose (fault isolation, default) or pairs (nodesPerJob 2)",
+    )
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "scorecard.json", help="the JSON file")
     args = parser.parse_args(argv)
     if args.report:
@@ -351,7 +372,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_reports([record for item in documents for record in records_from_json(item)], domains)
         return 0
     sizes = [int(item) for item in args.sizes.split(",") if item.strip()]
-    settings = Settings(args.seed, args.max_concurrent or None, args.training, _names(args.runs), _names(args.kinds))
+    settings = Settings(
+        args.seed,
+        args.max_concurrent or None,
+        args.training,
+        _names(args.runs),
+        _names(args.kinds),
+        args.communication,
+    )
     signal.signal(signal.SIGTERM, _interrupt)
     args.out.parent.mkdir(parents=True, exist_ok=True)
 

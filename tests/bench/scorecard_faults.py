@@ -4,8 +4,9 @@ Why decided up front from the product's own plan: a fault can only be attributed
 group (two faults in one group decide its outcome together, and the simulator's rule for which one wins is not
 what is being measured). So the scorecard asks the product where the groups will be (`nvcre-argo plan`, the
 preview a user runs, which calls the plan step's own function), then puts at most one faulty node in a group,
-on a node drawn at random inside it. The communication and training categories both use `nodesPerJob: 2`, so
-their groups are the same pairs and a fault stays alone in its group in both; diagnostics runs per node.
+on a node drawn at random inside it. The groups are the pairs of `nodesPerJob: 2`, which the training
+category runs and the communication category too with `--communication pairs`, so a fault stays alone in its
+group in both; diagnostics runs per node, and a diagnose category isolates faults wherever they fall.
 
 The kinds are the simulator's fault kinds (`tests/sim/faults.py`), with `health` split by what the health
 system does (a condition, a taint, a cordon) and `slow` split by what is slow (NCCL bus bandwidth, Megatron's

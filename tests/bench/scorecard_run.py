@@ -10,17 +10,21 @@ condition between runs) are explained in the driver's docstring, which is the sc
 from __future__ import annotations
 
 import base64
+import json
 import sys
+import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final
+from pathlib import Path
+from typing import Any, Final, Literal
 
 import yaml
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from nvcre_argo.catalog.loader import builtin_entries_dir
 from nvcre_argo.names import LABEL_RECORD, LABEL_WORKFLOW
 from nvcre_argo.results import (
     FAILED_NODES_KEY,
@@ -30,7 +34,7 @@ from nvcre_argo.results import (
     decode_succeeded_nodes,
     read_group_result,
 )
-from tests.bench.scorecard_faults import RunSpec
+from tests.bench.scorecard_faults import HEALTH_CONDITION, HEALTH_TAINT, RunSpec
 from tests.bench.scorecard_scoring import (
     CATEGORY_ORDER,
     CategoryObservation,
@@ -55,6 +59,20 @@ RESULT_TIMEOUT_S: Final = 180.0
 KUBELET_CONDITIONS: Final = frozenset({"Ready", "MemoryPressure", "DiskPressure", "PIDPressure"})
 JOBSET_LABEL: Final = "jobset.sigs.k8s.io/jobset-name"
 MESSAGE_CHARS: Final = 400
+# The scorecard's health system marks a node by cordoning it, tainting it `HEALTH_TAINT`, setting the
+# condition `HEALTH_CONDITION` or stopping its kubelet; this expression catches each of them.
+HEALTH_EXPRESSION: Final = (
+    "node.spec.unschedulable == true"
+    f" || node.spec.taints.exists(t, t.key == '{HEALTH_TAINT['key']}')"
+    f" || node.status.conditions.exists(c, (c.type == '{HEALTH_CONDITION['type']}' && c.status == 'True')"
+    " || (c.type == 'Ready' && c.status != 'True'))"
+)
+VARIANTS: Final = {"communication": "nccl-all-reduce", "diagnostics": "dcgm-level1", "training": "nemotron5-8b"}
+CommunicationScale = Literal["diagnose", "pairs"]
+COMMUNICATION_SCALES: Final[Mapping[str, Mapping[str, Any]]] = {
+    "diagnose": {"testScale": "diagnose"},
+    "pairs": {"nodesPerJob": 2},
+}
 TRAINING_RESOURCES: Final = {"limits": {"cpu": "6", "memory": "48Gi"}, "requests": {"cpu": "4", "memory": "32Gi"}}
 
 
@@ -62,13 +80,15 @@ TRAINING_RESOURCES: Final = {"limits": {"cpu": "6", "memory": "48Gi"}, "requests
 class Settings:
     """What one scorecard varies: the seed of the fault placement; the cap on the groups each category runs
     at once; whether the training category runs; which of the planned runs to play and which fault kinds to
-    inject (None: all; a few kinds fill a run with copies of each, e.g. crashes only, to measure one rate)."""
+    inject (None: all; a few kinds fill a run with copies of each, e.g. crashes only, to measure one rate);
+    how the communication category groups its nodes (`COMMUNICATION_SCALES`)."""
 
     seed: int = 1
     max_concurrent: int | None = DEFAULT_MAX_CONCURRENT
     training: bool = False
     runs: frozenset[str] | None = None
     kinds: frozenset[str] | None = None
+    communication: CommunicationScale = "diagnose"
 
     @property
     def domains(self) -> tuple[str, ...]:
@@ -79,16 +99,16 @@ def categories(settings: Settings) -> list[dict[str, Any]]:
     """The categories of every run (see `tests/bench/scorecard.py`), training only when asked for."""
     every: dict[str, dict[str, Any]] = {
         "communication": {
-            "variant": "nccl-all-reduce",
+            "variant": VARIANTS["communication"],
             "options": {
-                "nodesPerJob": 2,
+                **COMMUNICATION_SCALES[settings.communication],
                 "timeoutPerJob": TIMEOUT_PER_JOB,
                 "thresholds": {"busBandwidthGBps": BUS_BANDWIDTH_THRESHOLD},
             },
         },
-        "diagnostics": {"variant": "dcgm-level1", "options": {"timeoutPerJob": TIMEOUT_PER_JOB}},
+        "diagnostics": {"variant": VARIANTS["diagnostics"], "options": {"timeoutPerJob": TIMEOUT_PER_JOB}},
         "training": {
-            "variant": "nemotron5-8b",
+            "variant": VARIANTS["training"],
             "options": {
                 "nodesPerJob": 2,
                 "maxSteps": 20,
@@ -107,6 +127,18 @@ def categories(settings: Settings) -> list[dict[str, Any]]:
 
 def certification(namespace: str, settings: Settings) -> dict[str, Any]:
     return scenario.example_certification(namespace, categories=categories(settings))
+
+
+def write_health_catalog(directory: Path) -> Path:
+    """A `--catalog` directory whose entries are the built-in ones of `VARIANTS` with `HEALTH_EXPRESSION`,
+    as a site whose GPU health agent taints and conditions nodes would configure its catalog."""
+    builtin = builtin_entries_dir()
+    for domain, variant in VARIANTS.items():
+        text = (builtin / domain / f"{variant}.yaml").read_text(encoding="utf-8")
+        target = directory / domain / f"{variant}.yaml"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(f"{text.rstrip()}\nhealthExpression: {json.dumps(HEALTH_EXPRESSION)}\n", encoding="utf-8")
+    return directory
 
 
 @dataclass
@@ -162,7 +194,9 @@ def _execute(
     scenario.write_fault_plan(api, namespace, yaml.safe_dump(spec.fault_plan(FAULT_DEFAULTS), sort_keys=False))
     document = certification(namespace, settings)
     scenario.apply_certification(api, document)
-    parent = scenario.submit(api, scenario.compile_workflow(sim.kubeconfig, document))
+    with tempfile.TemporaryDirectory(prefix="scorecard-catalog-") as directory:
+        workflow = scenario.compile_workflow(sim.kubeconfig, document, [write_health_catalog(Path(directory))])
+    parent = scenario.submit(api, workflow)
     if spec.has_marks:
         record.marks_dropped_late = drop_marks_after_first_category(api, namespace, parent, spec, timeout_s=timeout_s)
     scenario.wait_workflow_done(api, namespace, parent, timeout_s=timeout_s)
@@ -260,6 +294,7 @@ def _category_json(observed: CategoryObservation, status: Mapping[str, Any]) -> 
         },
         "succeeded": sorted(observed.succeeded),
         "groups": [list(group) for group in observed.groups],
+        "diagnose": status.get("diagnose"),  # a diagnose category's rounds, jobs and node-jobs
     }
 
 

@@ -14,7 +14,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -93,10 +93,11 @@ def apply_certification(api: k8s.ApiClient, certification: dict[str, Any]) -> di
     return created
 
 
-def compile_workflow(kubeconfig: Path, certification: dict[str, Any]) -> dict[str, Any]:
-    """``nvcre-compile cert.yaml`` → the certification Workflow (one YAML document)."""
+def compile_workflow(kubeconfig: Path, certification: dict[str, Any], catalogs: Sequence[Path] = ()) -> dict[str, Any]:
+    """``nvcre-compile cert.yaml [--catalog DIR ...]`` → the certification Workflow (one YAML document)."""
+    catalog_args = [arg for directory in catalogs for arg in ("--catalog", str(directory))]
     proc = subprocess.run(
-        [str(Path(sys.executable).parent / "nvcre-compile"), "-", "--format", "json"],
+        [str(Path(sys.executable).parent / "nvcre-compile"), "-", "--format", "json", *catalog_args],
         input=yaml.safe_dump(certification),
         capture_output=True,
         text=True,

@@ -11,13 +11,18 @@ import itertools
 import json
 import random
 import textwrap
+from pathlib import Path
 
 import pytest
 import yaml
 
+from nvcre_argo.catalog.loader import load_catalog
 from nvcre_argo.results import HARDWARE_FAILURE_DETECTED, THRESHOLD_VIOLATION, WORKLOAD_FAILED
+from nvcre_argo.steps.health import compile_health_check, health_expression
 from tests.bench import scorecard, scorecard_run
 from tests.bench.scorecard_faults import (
+    HEALTH_CONDITION,
+    HEALTH_TAINT,
     KIND_NAMES,
     KINDS,
     Injection,
@@ -313,3 +318,38 @@ def test_a_size_may_go_without_its_no_fault_run() -> None:
     groups = [[f"n{2 * index + 1}", f"n{2 * index + 2}"] for index in range(8)]
     runs = plan_runs(groups, random.Random(1), no_fault=False)
     assert [run.name for run in runs] == ["faults-1", "faults-2"]
+
+
+def test_the_scorecards_catalog_gives_each_entry_a_health_expression_that_catches_every_mark_it_injects(
+    tmp_path: Path,
+) -> None:
+    catalog = load_catalog([scorecard_run.write_health_catalog(tmp_path)])
+    check = compile_health_check(health_expression(catalog.entries["communication/nccl-all-reduce"]))
+    ready = {"type": "Ready", "status": "True"}
+    healthy = {"metadata": {"name": "gpu-node-1"}, "spec": {}, "status": {"conditions": [ready]}}
+    condition = {**HEALTH_CONDITION}
+    marked = {
+        "cordon": {**healthy, "spec": {"unschedulable": True}},
+        "taint": {**healthy, "spec": {"taints": [HEALTH_TAINT]}},
+        "condition": {**healthy, "status": {"conditions": [ready, condition]}},
+        "notready": {**healthy, "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}},
+    }
+
+    assert {name: check.fires(node) for name, node in marked.items()} == dict.fromkeys(marked, True)
+    assert not check.fires(healthy)
+    assert not check.fires({**healthy, "spec": {"taints": [{"key": "other", "effect": "NoSchedule"}]}})
+    assert {entry.health_expression for key, entry in catalog.entries.items() if key in CATALOG_KEYS} == {
+        scorecard_run.HEALTH_EXPRESSION
+    }
+
+
+CATALOG_KEYS = {f"{domain}/{variant}" for domain, variant in scorecard_run.VARIANTS.items()}
+
+
+def test_the_communication_category_is_diagnosed_by_default_and_pairs_on_request() -> None:
+    by_scale = {
+        scale: scorecard_run.categories(scorecard_run.Settings(communication=scale))[0]["options"]
+        for scale in ("diagnose", "pairs")
+    }
+    assert (by_scale["diagnose"].get("testScale"), by_scale["diagnose"].get("nodesPerJob")) == ("diagnose", None)
+    assert (by_scale["pairs"].get("testScale"), by_scale["pairs"].get("nodesPerJob")) == (None, 2)
