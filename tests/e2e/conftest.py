@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from kubernetes import client as k8s
 
+from tests.e2e.finished_runs import Run, SharedRuns, seed_example
 from tests.harness.controlplane import ControlPlaneError
 from tests.harness.namespaces import namespace_for_test
 from tests.harness.versions import BUILD_COMMAND, HarnessSetupError
@@ -29,6 +30,8 @@ NODE_COUNT = 8
 # Cluster shapes by name: the default serves most tests; fault isolation needs more nodes in more cliques.
 SHAPES = {"default": (NODE_COUNT, 4), "isolation": (32, 8)}  # (GPU nodes, nodes per NVLink clique)
 ISOLATION_FIXTURE = "isolation_sim"
+SHARED_RUN_FIXTURE = "seed_example_run"
+CLUSTER_MARKER = "argo_release"  # `pytest.mark.argo_release("v4")`: the module runs on another Argo line
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -48,8 +51,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.path.is_relative_to(HERE):
             item.add_marker(pytest.mark.e2e)
-    # Tests on the larger cluster run last, so the session starts each cluster shape once.
-    items.sort(key=lambda item: ISOLATION_FIXTURE in getattr(item, "fixturenames", ()))
+    # Tests on the default cluster first, then on Argo v4, then on the larger cluster: the session starts each
+    # cluster once, and the runs shared between modules are made once.
+    # Within the default cluster the modules reading a shared run come first and together, while the run's
+    # step pods (kept ten minutes by podGC) still have their logs.
+    sharing = {item.path for item in items if SHARED_RUN_FIXTURE in getattr(item, "fixturenames", ())}
+    items.sort(key=lambda item: (_cluster_order(item), item.path not in sharing))
+
+
+def _cluster_order(item: pytest.Item) -> int:
+    if ISOLATION_FIXTURE in getattr(item, "fixturenames", ()):
+        return 2
+    marker = item.get_closest_marker(CLUSTER_MARKER)
+    return 1 if marker is not None and marker.args == ("v4",) else 0
 
 
 def start_sim(argo: ArgoRelease, shape: str = "default") -> SimCluster:
@@ -75,6 +89,7 @@ class Clusters:
     def __init__(self) -> None:
         self.current: SimCluster | None = None
         self.current_shape = ""
+        self.shared: SharedRuns | None = None
 
     def get(self, major: str, shape: str = "default") -> SimCluster:
         if self.current is not None and (self.current.argo.major, self.current_shape) == (major, shape):
@@ -82,9 +97,19 @@ class Clusters:
         self.stop()
         self.current = start_sim(ArgoRelease(major), shape)
         self.current_shape = shape
+        self.shared = SharedRuns(self.current)
         return self.current
 
+    def shared_run(self, name: str, start: Callable[[SimCluster, k8s.ApiClient, str], Run]) -> Run:
+        """A finished run several modules read (`tests/e2e/finished_runs.py`), on the default v3 cluster."""
+        self.get("v3")
+        assert self.shared is not None
+        return self.shared.get(name, start)
+
     def stop(self) -> None:
+        if self.shared is not None:
+            self.shared.close()
+            self.shared = None
         if self.current is not None:
             self.current.stop()
             self.current = None
@@ -97,6 +122,12 @@ def clusters() -> Iterator[Clusters]:
         yield running
     finally:
         running.stop()
+
+
+@pytest.fixture
+def seed_example_run(clusters: Clusters) -> Run:
+    """The seed example on the default cluster's healthy nodes, finished; run once for every module reading it."""
+    return clusters.shared_run("seed-example", seed_example)
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """Argo's UI as the operator's dashboard, read in a real browser while certifications run on the simulated cluster.
 
 Two runs, each in its own namespace and shared by the tests that read it (one run takes minutes): the seed
-example on healthy nodes, and an NCCL all-reduce in groups of two where ``gpu-node-3`` crashes. Each test
+example on healthy nodes (the same run `test_seed_example.py` reads, see `tests/e2e/finished_runs.py`), and an
+NCCL all-reduce in groups of two where ``gpu-node-3`` crashes. Each test
 starts its own ``argo server`` for that namespace and a headless Chromium, opens what an operator opens (the
 Workflow list, the certification Workflow's graph, a category Workflow's graph, a node's side panel), saves
 screenshots under build/screenshots/ for a person to look at, and stops both.
@@ -16,14 +17,13 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
-from kubernetes import client as k8s
 
 from tests.e2e.browser import Browser, GraphNode, ListRow, require_browser
+from tests.e2e.finished_runs import Run, finish_run
 from tests.harness.controlplane import ControlPlaneError
 from tests.harness.namespaces import namespace_for_test
 from tests.harness.versions import HarnessSetupError
@@ -34,7 +34,6 @@ from tests.sim.cluster import SimCluster
 if TYPE_CHECKING:
     from tests.e2e.conftest import Clusters
 
-RUN_TIMEOUT_S = 900
 CERTIFICATION = "gpu-cluster-cert"
 NCCL = "communication/nccl-all-reduce"
 TRAINING = "training/nemotron5-8b"
@@ -46,52 +45,6 @@ CRASH_PLAN = {
 CRASH_CATEGORIES = [
     {"domain": "communication", "variant": "nccl-all-reduce", "options": {"nodesPerJob": 2, "timeoutPerJob": "5m"}}
 ]
-
-
-@dataclass(frozen=True)
-class Run:
-    """One finished certification run: where it ran and the Workflows Argo kept of it."""
-
-    namespace: str
-    parent: dict[str, Any]  # the certification Workflow
-    categories: dict[str, dict[str, Any]]  # "domain/variant" -> its category Workflow
-
-    @property
-    def parent_name(self) -> str:
-        return str(self.parent["metadata"]["name"])
-
-    def category_name(self, key: str) -> str:
-        return str(self.categories[key]["metadata"]["name"])
-
-    def workflow_path(self, name: str) -> str:
-        return f"/workflows/{self.namespace}/{name}"
-
-
-def _finish_run(
-    sim: SimCluster,
-    api: k8s.ApiClient,
-    namespace: str,
-    certification: dict[str, Any],
-    *,
-    fault_plan: str | None,
-    expect_phase: str,
-) -> Run:
-    """Run ``certification`` to its end as the other end-to-end tests do, and check how it ended."""
-    scenario.install(sim.kubeconfig, namespace, submit=False)
-    if fault_plan is not None:
-        scenario.write_fault_plan(api, namespace, fault_plan)
-    scenario.apply_certification(api, certification)
-    parent = scenario.submit(api, scenario.compile_workflow(sim.kubeconfig, certification))
-    phase = scenario.wait_workflow_done(api, namespace, parent, timeout_s=RUN_TIMEOUT_S)
-    assert phase == expect_phase, scenario.workflow_tree(api, namespace)
-    categories = {
-        f"{labels['nvcre.nvidia.com/domain']}/{labels['nvcre.nvidia.com/variant']}": workflow
-        for workflow in scenario.workflows(api, namespace, "nvcre.nvidia.com/role=category")
-        for labels in [workflow["metadata"]["labels"]]
-    }
-    found = scenario.get_workflow(api, namespace, parent)
-    assert found is not None
-    return Run(namespace=namespace, parent=found, categories=categories)
 
 
 @contextlib.contextmanager
@@ -106,7 +59,7 @@ def _run_in_own_namespace(
     """A finished run in a namespace of its own, deleted after the module's tests (the session's v3 cluster)."""
     sim = clusters.get("v3")
     with sim.api_client() as api, namespace_for_test(api, f"test_argo_ui.py::{name}") as namespace:
-        yield _finish_run(
+        yield finish_run(
             sim, api, namespace, certification(namespace), fault_plan=fault_plan, expect_phase=expect_phase
         )
 
@@ -121,11 +74,10 @@ def _ui_prerequisites() -> None:
         pytest.fail(str(error))
 
 
-@pytest.fixture(scope="module")
-def example_run(clusters: Clusters) -> Iterator[Run]:
-    """The seed example on eight healthy nodes, run to the end."""
-    with _run_in_own_namespace(clusters, "example", scenario.example_certification, expect_phase="Succeeded") as run:
-        yield run
+@pytest.fixture
+def example_run(seed_example_run: Run) -> Run:
+    """The seed example on eight healthy nodes, run to the end (the run `test_seed_example.py` reads too)."""
+    return seed_example_run
 
 
 @pytest.fixture(scope="module")

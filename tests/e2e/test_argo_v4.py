@@ -14,6 +14,7 @@ from tests.harness.namespaces import namespace_for_test
 from tests.sim import scenario
 
 RUN_TIMEOUT_S = 600
+pytestmark = pytest.mark.argo_release("v4")
 
 
 def test_the_seed_example_passes_on_argo_v4(clusters: Clusters, request: pytest.FixtureRequest) -> None:

@@ -1,7 +1,8 @@
 """The seed example, run by Argo's real controller on eight healthy simulated GPU nodes.
 
 Submitted as ``argo submit`` would (the compiled Workflow created through the API), with the watcher
-installed by ``nvcre-argo install`` running as a real pod; asserted on what a user sees: Workflow phases,
+installed by ``nvcre-argo install`` running as a real pod (the run is shared with `test_argo_ui.py`, see
+`tests/e2e/finished_runs.py`); asserted on what a user sees: Workflow phases,
 the Certification's status, the result ConfigMaps and ``nvcre-argo report``.
 """
 
@@ -11,24 +12,17 @@ import json
 
 from kubernetes import client as k8s
 
+from tests.e2e.finished_runs import Run
 from tests.sim import scenario
 from tests.sim.cluster import SimCluster
 
-RUN_TIMEOUT_S = 600
 GPU_NODES = [f"gpu-node-{index}" for index in range(1, 9)]
 
 
 def test_the_seed_example_passes_on_healthy_nodes_with_its_measurements_reported(
-    sim: SimCluster, api: k8s.ApiClient, namespace: str
+    seed_example_run: Run, sim: SimCluster, api: k8s.ApiClient
 ) -> None:
-    scenario.install(sim.kubeconfig, namespace, submit=False)
-    certification = scenario.example_certification(namespace)
-    scenario.apply_certification(api, certification)
-    parent = scenario.submit(api, scenario.compile_workflow(sim.kubeconfig, certification))
-
-    assert scenario.wait_workflow_done(api, namespace, parent, timeout_s=RUN_TIMEOUT_S) == "Succeeded", (
-        scenario.workflow_tree(api, namespace)
-    )
+    namespace = seed_example_run.namespace  # finished: Succeeded (see tests/e2e/finished_runs.py)
     children = scenario.workflows(api, namespace, "nvcre.nvidia.com/role=category")
     assert sorted((c["metadata"]["labels"]["nvcre.nvidia.com/variant"], c["status"]["phase"]) for c in children) == [
         ("nccl-all-reduce", "Succeeded"),
