@@ -351,6 +351,9 @@ class SimCluster:
                     binds=[(str(REPO_ROOT), str(REPO_ROOT)), (sys.base_prefix, sys.base_prefix)],
                     path=f"{venv_bin}:/usr/bin:/bin",
                     entrypoint=["nvcre-argo"],
+                    # The step image holds the code under test: the venv's editable install points at the checkout
+                    # it was installed from, which need not be this one (a git worktree sharing the venv).
+                    env={"PYTHONPATH": str(REPO_ROOT)},
                 ),
             },
             host_binds=[(path, path) for path in HOST_SYSTEM_DIRS if Path(path).exists()],
