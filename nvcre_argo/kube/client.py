@@ -312,14 +312,23 @@ class KubeClient:
             raise
         return True
 
-    def read_log(self, namespace: str, pod: str, *, container: str | None = None, limit_bytes: int = 65536) -> str:
-        """The last bytes of a pod's log (served by the kubelet through the API server)."""
+    def read_log(
+        self,
+        namespace: str,
+        pod: str,
+        *,
+        container: str | None = None,
+        limit_bytes: int = 65536,
+        tail_lines: int = 2000,
+    ) -> str:
+        """The last bytes of a pod's log (at most its last `tail_lines` lines, served by the kubelet through the
+        API server)."""
 
         def attempt() -> str:
             response = self._send(
                 "GET",
                 f"/api/v1/namespaces/{namespace}/pods/{pod}/log",
-                query={"container": container, "limitBytes": None, "tailLines": 2000},
+                query={"container": container, "limitBytes": None, "tailLines": tail_lines},
                 timeout=(10, 60),
             )
             data = response.read() or b""

@@ -97,6 +97,17 @@ class MegatronResult:
         return min(1.0, sum(item.seconds for item in steady) / wall)
 
     @property
+    def steady_interval_count(self) -> int:
+        """How many steady-state lines (intervals after a run segment's warm-up) the log has."""
+        return len(self._steady())
+
+    @property
+    def log_interval(self) -> int | None:
+        """The most iterations one steady line covers (Megatron's `--log-interval`; the last line of a run may
+        cover fewer), or None without a steady line."""
+        return max((item.iterations for item in self._steady()), default=None)
+
+    @property
     def last_iteration(self) -> int | None:
         return self.records[-1].iteration if self.records else None
 

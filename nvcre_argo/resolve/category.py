@@ -27,6 +27,8 @@ from nvcre_argo.resolve.unimplemented import unimplemented_option_errors
 DIAGNOSE_DOMAIN = "communication"
 # The reference's default wait for a finished workload's measurement (nvcre-contract.md §3.3, §7.9).
 DEFAULT_MEASUREMENT_TIMEOUT = "5m"
+# The reference Job's startupStallTimeoutSeconds when neither the category nor its catalog entry sets one.
+DEFAULT_STARTUP_STALL_TIMEOUT_SECONDS = 1200
 DEFAULT_LIMITS = {"cpu": "128", "memory": "800Gi"}
 DEFAULT_REQUESTS = {"cpu": "64", "memory": "500Gi"}
 
@@ -83,6 +85,20 @@ class ResolvedCategory(_Resolved):
         if self.entry.measurement == "exit-code":
             return 0
         return duration_seconds(self.measurement_timeout)
+
+    @property
+    def startup_stall_seconds(self) -> int | None:
+        """The startup-stall budget of the run step's stall detection (`steps.stall`): the category's
+        `startupStallTimeoutSeconds`, else its catalog entry's default. None for an entry whose workload prints
+        no training iterations to watch, where the option has no effect, as in the reference (it is only
+        effective on a Job with a stallMultiplier, which only the training entries set)."""
+        if self.entry.measurement != "megatron-goodput":
+            return None
+        return (
+            self.options.startup_stall_timeout_seconds
+            or self.entry.defaults.startup_stall_timeout_seconds
+            or DEFAULT_STARTUP_STALL_TIMEOUT_SECONDS
+        )
 
 
 def resolve_certification(spec: CertificationSpec, catalog: Catalog) -> tuple[list[ResolvedCategory], list[FieldError]]:

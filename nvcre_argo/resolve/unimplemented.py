@@ -4,8 +4,8 @@ Why refuse: an option that is accepted and then ignored makes a Certification sa
 do (`enableCheckpoint: true` would checkpoint onto the pod's memory-backed workspace, with no PVC and no
 restart). The CRD keeps every reference field, so a Certification written for the reference still passes
 admission (`validate --admission-only`); compiling it fails here, with the option's field path, until the
-option is implemented. Only what the user wrote counts: catalog defaults (nemotron's maxRestarts 3,
-startupStallTimeoutSeconds 1200) are not options the user set, and a value that asks for exactly what happens
+option is implemented. Only what the user wrote counts: catalog defaults (nemotron's maxRestarts 3) are not
+options the user set, and a value that asks for exactly what happens
 anyway (`enableCheckpoint: false`) is honoured, so accepted.
 """
 
@@ -36,9 +36,6 @@ UNIMPLEMENTED_OPTIONS: Mapping[str, _Unimplemented] = MappingProxyType(
             "no checkpoint PVC is created, so checkpoints would be written to the pod's memory-backed workspace "
             "and lost; remove it or set false",
             refused=lambda value: value is True,
-        ),
-        "startup_stall_timeout_seconds": _Unimplemented(
-            "there is no stall detection (timeoutPerJob bounds every job); remove it"
         ),
         "storage_class_name": _Unimplemented(_CHECKPOINT_PVC),
         "storage_size": _Unimplemented(_CHECKPOINT_PVC),

@@ -7,7 +7,9 @@ group's result was fully recorded (`argo retry` of the category Workflow) is a n
 the group's result ConfigMap as soon as it is known, so a crash later loses nothing already observed; the
 record step gathers them. `repeatCount` iterations run here, one after another, for this group. A workload
 that succeeded is measured from its log, waiting up to `measurementTimeout` for the measurement to appear
-(`steps.measurement_wait`).
+(`steps.measurement_wait`). A training workload that stops making progress (no first iteration within
+`startupStallTimeoutSeconds`, or no new one for 3 x its average step time) is deleted and failed
+`WorkloadStalled` (`steps.stall`; one read of the last rank's log end per poll while it runs).
 
 The health check follows the group's Nodes with one list + watch for the life of an iteration
 (`steps.node_watch`), so a steady poll costs two requests (the TrainJob, its pods) whatever the group's size:
@@ -27,6 +29,7 @@ from typing import Any
 
 from nvcre_argo.kube.client import ApiError, KubeClient
 from nvcre_argo.kube.resources import CONFIGMAPS, PODS, TRAINJOBS, owned_by
+from nvcre_argo.measure.megatron import parse_megatron_log
 from nvcre_argo.names import LABEL_GROUP, LABEL_RECORD, group_result_configmap, runtime_name, trainjob_name
 from nvcre_argo.plan.selection import target_label_selector
 from nvcre_argo.render.trainjob import render_trainjob
@@ -47,6 +50,7 @@ from nvcre_argo.steps.context import StepContext
 from nvcre_argo.steps.health import DEFAULT_HEALTH_EXPRESSION, HealthCheck, compile_health_check, monitor_enabled
 from nvcre_argo.steps.measurement_wait import Measure, MeasurementWait, await_measurement, timeout_message
 from nvcre_argo.steps.node_watch import GroupHealth, NodeWatch, Selection, one_node_selection
+from nvcre_argo.steps.stall import Progress, TrainingLog, read_training_log, stall_limits
 from nvcre_argo.steps.workload import (
     Clock,
     Phase,
@@ -79,6 +83,8 @@ class RunSettings:
     sleep: Callable[[float], None] = time.sleep
     health_expression: str = DEFAULT_HEALTH_EXPRESSION
     log_limit_bytes: int = 4096
+    # How a running training workload's log end is read for stall detection (a test's canned log: no kubelet).
+    training_log: TrainingLog = read_training_log
 
 
 @dataclass
@@ -202,6 +208,8 @@ def _follow_trainjob(
     # Failed rank containers as first seen: JobSet may delete a failed Job's pods before the TrainJob reports
     # Failed, so the evidence of who failed first is gathered on every poll, not only at the end.
     seen_failures: dict[tuple[str, str], RankFailure] = {}
+    limits = stall_limits(context)
+    progress = Progress()
     while True:
         trainjob = kube.get(TRAINJOBS, name, context.namespace)
         pods, _ = kube.list(PODS, context.namespace, label_selector=f"{JOBSET_NAME_LABEL}={name}", limit=POLL_PAGE_SIZE)
@@ -244,6 +252,13 @@ def _follow_trainjob(
                 kube.delete(TRAINJOBS, name, context.namespace)
                 message = f"node health check `{settings.health_expression}` fired during TrainJob/{name}"
                 return _failed(iteration, name, message, sick, HARDWARE_FAILURE_DETECTED)
+        if limits is not None and phase is Phase.RUNNING:
+            text = settings.training_log(kube, context, pods)
+            progress = progress.observe(parse_megatron_log(text), clock.active_seconds)
+            stalled = progress.stall(limits, clock.active_seconds, name)
+            if stalled:
+                kube.delete(TRAINJOBS, name, context.namespace)
+                return _failed(iteration, name, stalled, nodes, WORKLOAD_FAILED)
         if clock.blocked_too_long(timeout):
             kube.delete(TRAINJOBS, name, context.namespace)
             message = (

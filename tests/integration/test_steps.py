@@ -45,6 +45,7 @@ from nvcre_argo.steps.measurements import measure_log
 from nvcre_argo.steps.planning import plan_configmap, plan_step, planned_gpu_values
 from nvcre_argo.steps.recording import record_step
 from nvcre_argo.steps.running import GroupResult, Measure, RunSettings, run_group
+from nvcre_argo.steps.stall import TrainingLog, read_training_log
 from tests.harness.controlplane import Cluster
 from tests.integration.steps_support import (
     B200,
@@ -71,6 +72,7 @@ from tests.integration.steps_support import (
 )
 
 ALL_REDUCE = {"domain": "communication", "variant": "nccl-all-reduce"}
+NEMOTRON = {"domain": "training", "variant": "nemotron5-8b"}
 DCGM = {"domain": "diagnostics", "variant": "dcgm-level1"}
 WORKFLOW = "cert-0"
 TRAINJOB = "cert-0-g0"  # trainjob_name(WORKFLOW, "g0"): `<workflow>-<group>`, iteration 0 has no suffix
@@ -113,10 +115,12 @@ class Step:
         plan: Plan | None = None,
         measure: Measure | None = None,
         matched: int | None = None,
+        training_log: TrainingLog | None = None,
     ) -> tuple[GroupResult, Script]:
         """run_group for one planned group, the cluster changing between polls as `actions` say; measured
         from the canned NCCL log unless `measure` says otherwise (no kubelet serves pods/log here). `matched`
-        is the plan's candidate count, as the run command passes it, unless the test says otherwise."""
+        is the plan's candidate count, as the run command passes it, unless the test says otherwise. A training
+        category's stall detection reads `training_log` (the last rank's log end on each poll) when given."""
         plan = plan or self.plan()
         (members,) = [item.nodes for item in plan.groups if item.name == group]
         script = Script(self.clock, actions)
@@ -126,7 +130,9 @@ class Step:
             group=group,
             nodes=members,
             gpu=planned_gpu_values(self.kube, self.context),
-            settings=RunSettings(poll_seconds=0, clock=self.clock, sleep=script),
+            settings=RunSettings(
+                poll_seconds=0, clock=self.clock, sleep=script, training_log=training_log or read_training_log
+            ),
             measure=measure or canned_measure(NCCL_LOG),
             report=self.lines.append,
             matched=len(plan.candidates) if matched is None else matched,
@@ -752,6 +758,104 @@ def test_a_trainjob_blocked_in_scheduling_longer_than_timeout_per_job_times_out(
     assert message.startswith(f"TrainJob/{TRAINJOB} timed out after 2s blocked in scheduling")
     assert UNSCHEDULABLE in message, "the scheduler's own reason is kept"
     assert step.trainjob() is None
+
+
+# --- stalls (reference §7.8): a training run that stops making progress fails WorkloadStalled --------------------
+
+
+def megatron_line(iteration: int, elapsed_ms: float) -> str:
+    return (
+        f" [2026-01-12 10:00:00.000000] iteration {iteration:8d}/      40 | consumed samples: {iteration * 8:12d} | "
+        f"elapsed time per iteration (ms): {elapsed_ms:.1f} | throughput per GPU (TFLOP/s/GPU): 400.0 |\n"
+    )
+
+
+# The warm-up line, then two steady lines of 0.5 s steps at `--log-interval 10`: a stall after 3 x 5 s = 15 s.
+TRAINING_TO_20 = megatron_line(1, 2500.0) + megatron_line(10, 500.0) + megatron_line(20, 500.0)
+STALL_OPTIONS = {"nodesPerJob": 2, "timeoutPerJob": "10m", "startupStallTimeoutSeconds": 20}
+
+
+def canned_training_log(*reads: str) -> tuple[TrainingLog, list[str]]:
+    """Read N of the log end answers reads[N] (the last one again once they are used up); and what was read."""
+    done: list[str] = []
+
+    def read(kube: KubeClient, context: StepContext, pods: Any) -> str:
+        del kube, context, pods
+        done.append(reads[min(len(done), len(reads) - 1)])
+        return done[-1]
+
+    return read, done
+
+
+def test_a_training_run_with_no_iteration_within_its_startup_budget_stalls_and_is_deleted(
+    kube: KubeClient, nodes: NodeSet
+) -> None:
+    members = nodes.add_many(2)
+    step = make_step(kube, nodes, NEMOTRON, STALL_OPTIONS)
+    training_log, reads = canned_training_log("torchrun: starting\n")
+
+    result, _ = step.run("g0", [(10, nothing)] * 3, training_log=training_log)  # polls at 0, 10, 20, 30 s
+
+    message = (
+        f"WorkloadStalled: no training iteration within startupStallTimeoutSeconds 20 (TrainJob/{TRAINJOB} "
+        "running for 30s, time queued or blocked in scheduling not counted)"
+    )
+    assert failures(result) == [(node, "WorkloadFailed", message) for node in members]
+    assert len(reads) == 4
+    assert step.trainjob() is None
+
+
+def test_time_queued_does_not_count_toward_the_startup_stall_budget(kube: KubeClient, nodes: NodeSet) -> None:
+    nodes.add_many(2)
+    step = make_step(kube, nodes, NEMOTRON, STALL_OPTIONS)
+    training_log, reads = canned_training_log("torchrun: starting\n", "torchrun: starting\n", TRAINING_TO_20)
+
+    def suspend() -> None:
+        suspend_trainjob(kube, step.namespace, TRAINJOB, suspended=True)
+
+    def resume() -> None:
+        suspend_trainjob(kube, step.namespace, TRAINJOB, suspended=False)
+
+    # Read at the first poll, 40 s queued, then no iteration at the poll after the resume (a stall there, were the
+    # queued time counted) and the first ones 15 s later, under the 20 s budget.
+    result, _ = step.run(
+        "g0",
+        [(0, suspend), *[(10, nothing)] * 4, (0, resume), (15, nothing), (1, step.complete())],
+        measure=canned_measure(TRAINING_TO_20),
+        training_log=training_log,
+    )
+
+    assert result.succeeded, result.iterations[0].message
+    assert reads == ["torchrun: starting\n", "torchrun: starting\n", TRAINING_TO_20]  # never while queued
+
+
+def test_a_training_run_that_logs_no_new_iteration_for_three_average_steps_per_line_stalls(
+    kube: KubeClient, nodes: NodeSet
+) -> None:
+    members = nodes.add_many(2)
+    step = make_step(kube, nodes, NEMOTRON, STALL_OPTIONS)
+    training_log, _ = canned_training_log(megatron_line(1, 2500.0), TRAINING_TO_20)
+
+    # Iteration 20 is first seen at 10 s; 15 s later (25 s) is not yet a stall, 30 s is.
+    result, _ = step.run("g0", [(10, nothing), (10, nothing), (5, nothing), (5, nothing)], training_log=training_log)
+
+    message = (
+        "WorkloadStalled: no new iteration for 20s, more than 3 x the average step time 0.5s x 10 iteration(s) per "
+        f"log line (15s); TrainJob/{TRAINJOB} last logged iteration 20/40"
+    )
+    assert failures(result) == [(node, "WorkloadFailed", message) for node in members]
+    assert step.trainjob() is None
+
+
+def test_a_communication_category_is_never_watched_for_stalls(kube: KubeClient, nodes: NodeSet) -> None:
+    nodes.add_many(2)
+    step = make_step(kube, nodes, ALL_REDUCE, {"timeoutPerJob": "10m", "startupStallTimeoutSeconds": 20})
+    training_log, reads = canned_training_log("")
+
+    result, _ = step.run("g0", [(100, nothing), (0, step.complete())], training_log=training_log)
+
+    assert result.succeeded, result.iterations[0].message
+    assert reads == []
 
 
 def test_a_trainjob_deleted_by_someone_else_fails_the_group(kube: KubeClient, nodes: NodeSet) -> None:

@@ -96,6 +96,13 @@ def system_nodes(count: int, *, prefix: str = "system-node") -> list[NodeSpec]:
     ]
 
 
+def _venv_bind() -> list[tuple[str, str]]:
+    """The virtualenv the step image runs `nvcre-argo` from, bound at its own path when it is not inside the
+    repository already (a git worktree using another checkout's venv), so the step pods find it."""
+    venv = Path(sys.prefix).resolve()
+    return [] if venv.is_relative_to(REPO_ROOT.resolve()) else [(str(venv), str(venv))]
+
+
 def gpu_nodes(count: int, *, per_clique: int = 4, gpus: int = 8, prefix: str = "gpu-node") -> list[NodeSpec]:
     """``count`` DGX-like nodes with the labels GPU Feature Discovery would set, in NVLink cliques."""
     nodes = []
@@ -348,9 +355,12 @@ class SimCluster:
                     entrypoint=["argoexec"],
                 ),
                 step_image: ImageSpec(
-                    binds=[(str(REPO_ROOT), str(REPO_ROOT)), (sys.base_prefix, sys.base_prefix)],
+                    binds=[(str(REPO_ROOT), str(REPO_ROOT)), (sys.base_prefix, sys.base_prefix), *_venv_bind()],
                     path=f"{venv_bin}:/usr/bin:/bin",
                     entrypoint=["nvcre-argo"],
+                    # The step image holds the code under test: the venv's editable install points at the checkout
+                    # it was installed from, which need not be this one (a git worktree sharing the venv).
+                    env={"PYTHONPATH": str(REPO_ROOT)},
                 ),
             },
             host_binds=[(path, path) for path in HOST_SYSTEM_DIRS if Path(path).exists()],

@@ -31,11 +31,13 @@ class NodeSpec:
 
 @dataclass(frozen=True)
 class ImageSpec:
-    """What a container image means here: host directories bound into its root, its PATH, its entry point."""
+    """What a container image means here: host directories bound into its root, its PATH, its entry point, and
+    the environment it sets (as a Dockerfile's ENV does; the pod's own env wins)."""
 
     binds: list[tuple[str, str]]
     path: str
     entrypoint: list[str]
+    env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,10 @@ class KubeletConfig:
         raw["nodes"] = [NodeSpec(**node) for node in raw["nodes"]]
         raw["images"] = {
             name: ImageSpec(
-                binds=[(src, dst) for src, dst in spec["binds"]], path=spec["path"], entrypoint=spec["entrypoint"]
+                binds=[(src, dst) for src, dst in spec["binds"]],
+                path=spec["path"],
+                entrypoint=spec["entrypoint"],
+                env=spec.get("env", {}),
             )
             for name, spec in raw["images"].items()
         }

@@ -25,7 +25,9 @@ Fault kinds and the fields each takes (anything else is rejected):
   (`slow` needs at least one);
 - `crash`, `transient`: `exitCode` (1..255, default 1), `afterSeconds` (default 1), `reason` (the container's
   terminated reason, default `Error`); `transient` crashes on the node's first workload only;
-- `hang`, `stall`, `datacheck`, `nomeasurement`: nothing (`nomeasurement`: an nccl-tests run of the node's
+- `hang`: `afterSeconds` (optional): it blocks then, having printed every result/iteration due before it;
+  unset, it blocks right after its first one;
+- `stall`, `datacheck`, `nomeasurement`: nothing (`nomeasurement`: an nccl-tests run of the node's
   group succeeds but its result table never reaches the log, so there is nothing to measure);
 - `health`: `afterSeconds`, and exactly one of `taint: {key, value, effect}`, `condition: {type, status,
   reason, message}` or `cordon: true` (what an external health system does; the run step's default health
@@ -74,7 +76,7 @@ _FIELDS_BY_KIND: Final[Mapping[str, frozenset[str]]] = {
     "slow": _FIGURES,
     "crash": _CRASH,
     "transient": _CRASH,
-    "hang": frozenset(),
+    "hang": frozenset({"afterSeconds"}),
     "stall": frozenset(),
     "datacheck": frozenset(),
     "nomeasurement": frozenset(),

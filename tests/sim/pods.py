@@ -355,6 +355,7 @@ class PodRunner(threading.Thread):
     def _write_sandbox_spec(self, run: ContainerRun) -> Path:
         image = self._image(run)
         base = {
+            **image.env,
             "PATH": image.path,
             "HOSTNAME": self.name_,
             "KUBERNETES_SERVICE_HOST": "127.0.0.1",

@@ -21,7 +21,8 @@ NCCL bus bandwidth is the MIN over the group's nodes, TFLOP/s the MIN and step t
 crashing pod first (at its `afterSeconds`); everything it takes down ends `PEER_TEARDOWN_SECONDS` later, never
 before (a training peer reports the lost peer; the MPI launcher reports mpirun's abort; MPI workers keep
 running until deleted). A hang or stall blocks the whole collective forever; a hang prints its first
-result/iteration first, a stall never does. A `health`/`notready` node is marked by its own pod only (the
+result/iteration first (with `afterSeconds`, every one due before that time, so a training run can show a
+steady step time before it stops), a stall never does. A `health`/`notready` node is marked by its own pod only (the
 launcher never marks), and the whole group's run is stretched to `durationSeconds + afterSeconds +
 HEALTH_GRACE_SECONDS` so the product's health monitor sees the mark before the workload could succeed.
 `datacheck` only changes nccl-tests output (wrong values, exit 1); training and DCGM ignore it. So does
@@ -424,6 +425,15 @@ class _Group:
         return "hang" if self.with_kind("hang") else None
 
     @property
+    def hang_after(self) -> float | None:
+        """When the group's earliest hang blocks; None: right after the first result (a hang without
+        `afterSeconds` in the group blocks there, before any hang with a time)."""
+        hangs = [fault.after_seconds for _, fault in self.with_kind("hang")]
+        if not hangs or any(after is None for after in hangs):
+            return None
+        return min(after for after in hangs if after is not None)
+
+    @property
     def duration(self) -> float:
         base = self.plan.defaults.duration_seconds
         marked = [fault.resolved_after_seconds for _, fault in self.with_kind("health", "notready")]
@@ -463,6 +473,7 @@ class _Outcome:
     culprit: str | None = None
     blocked: Literal["stall", "hang"] | None = None
     link: LinkFault | None = None
+    blocked_at: float | None = None  # a hang's `afterSeconds`; None: after the first result
 
     @property
     def completes(self) -> bool:
@@ -485,7 +496,7 @@ def _outcome(group: _Group, me: str | None) -> _Outcome:
             return _Outcome(own.resolved_after_seconds, crash, stopped, crashed=True)
         return _Outcome(_teardown(first[1]), Exit(1, "Error"), stopped, culprit=first[0])
     if group.blocked is not None:
-        return _Outcome(None, None, blocked=group.blocked)
+        return _Outcome(None, None, blocked=group.blocked, blocked_at=group.hang_after)
     return _Outcome(group.duration, Exit(0, "Completed"), group.duration)
 
 
@@ -514,6 +525,8 @@ def _keep_progress(times: Sequence[float], outcome: _Outcome) -> int:
     """How many progress lines the run prints before it ends or blocks."""
     if outcome.blocked == "stall":
         return 0
+    if outcome.blocked == "hang" and outcome.blocked_at is not None:
+        return sum(1 for at in times if at < outcome.blocked_at)
     if outcome.blocked == "hang":
         return min(1, len(times))
     if outcome.completes or outcome.progress_until is None:

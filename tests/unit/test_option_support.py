@@ -4,8 +4,8 @@ refused at compile time with their field path, and thresholds a category cannot 
 Documents go through the functions the commands call (`check_certifications`, `certification_warnings`,
 `resolve_certification`), asserting `(path, kind)` pairs; the commands run in-process with click's CliRunner to
 show where warnings and errors go. Which options are implemented was checked by reading the code: nothing
-outside `api/` reads the refused ones (only the catalog's own defaults mention maxRestarts and
-startupStallTimeoutSeconds, and no step reads those either).
+outside `api/` reads the refused ones (only the catalog's own defaults mention maxRestarts, and no step reads
+it either).
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ BASE: dict[str, Any] = {
 # A value of each option that asks for something not implemented (EVERY_OPTION's, the corpus's legal values).
 REFUSED_VALUES = {
     "enableCheckpoint": True,
-    "startupStallTimeoutSeconds": 1200,
     "storageClassName": "fast-rwx",
     "storageSize": "10Ti",
     "saveTopK": 1,
@@ -133,6 +132,7 @@ def test_a_value_asking_for_what_happens_anyway_is_accepted(catalog: Catalog) ->
     ("option", "value"),
     [
         pytest.param("measurementTimeout", "20s", id="measurementTimeout"),
+        pytest.param("startupStallTimeoutSeconds", 20, id="startupStallTimeoutSeconds"),
         pytest.param("rdmaDeviceAccess", "hostPath", id="rdmaDeviceAccess-hostPath"),
         pytest.param("rdmaDeviceAccess", "devicePlugin", id="rdmaDeviceAccess-devicePlugin"),
     ],
@@ -150,7 +150,7 @@ def test_the_implemented_reference_options_are_accepted_at_both_levels(
 
 
 def test_catalog_defaults_of_unimplemented_options_never_trigger_a_refusal(catalog: Catalog) -> None:
-    # nemotron's catalog entry carries maxRestarts 3 and startupStallTimeoutSeconds 1200 as its own defaults.
+    # nemotron's catalog entry carries maxRestarts 3 as its own default.
     nemotron = catalog.find("training", "nemotron5-8b")
     assert nemotron is not None
     assert (nemotron.defaults.max_restarts, nemotron.defaults.startup_stall_timeout_seconds) == (3, 1200)
@@ -160,14 +160,14 @@ def test_catalog_defaults_of_unimplemented_options_never_trigger_a_refusal(catal
 
 def test_every_category_setting_an_unimplemented_option_gets_its_own_error(catalog: Catalog) -> None:
     doc = document(
-        startupStallTimeoutSeconds=1200,
+        saveTopK=1,
         categories=[{**NEMOTRON, "options": {"maxRestarts": 2, "storageSize": "1Ti"}}, ALL_REDUCE, NEMOTRON],
     )
 
     assert problems(catalog, doc) == [  # in document order: categories come before the global option here
         ("spec.categories[0].options.maxRestarts", "not-implemented"),
         ("spec.categories[0].options.storageSize", "not-implemented"),
-        ("spec.startupStallTimeoutSeconds", "not-implemented"),
+        ("spec.saveTopK", "not-implemented"),
     ]
 
 

@@ -360,7 +360,7 @@ BAD_PLANS = [
         id="bad-link-fields",
     ),
     pytest.param(
-        "links: [{between: [a, a]}, {between: [a]}]\nnodes: {gpu-node-3: {fault: hang, afterSeconds: 1}}\n",
+        "links: [{between: [a, a]}, {between: [a]}]\nnodes: {gpu-node-3: {fault: stall, afterSeconds: 1}}\n",
         [
             ("links[0].between", "same-domain"),
             ("links[1].between", "type"),
@@ -396,7 +396,7 @@ def test_the_errors_read_like_the_products_own_input_errors() -> None:
         load_fault_plan("nodes: {gpu-node-4: {fault: hang, exitCode: 1}}", source="plan.yaml")
     assert (
         str(raised.value)
-        == "plan.yaml: nodes[\"gpu-node-4\"].exitCode: not used by fault 'hang', which takes: no other field"
+        == "plan.yaml: nodes[\"gpu-node-4\"].exitCode: not used by fault 'hang', which takes: afterSeconds"
     )
 
 

@@ -602,6 +602,21 @@ def test_a_blocked_training_group_never_exits_and_logs_at_most_its_first_iterati
     assert len(parse_megatron_log(last_rank(played).script.log).records) == lines
 
 
+def test_a_training_hang_with_after_seconds_logs_every_iteration_due_before_then_and_never_exits() -> None:
+    """What a stall detector needs to see a training stall: a steady step time first, then no new iteration.
+    A healthy run spreads its lines evenly over `durationSeconds` (3 s here), so a hang at 2.5 s keeps all but
+    the lines due after it, and a hang at the end keeps them all."""
+    healthy = parse_megatron_log(last_rank(play(TRAINING)).script.log).records
+    assert len(healthy) >= 4
+    due = [3.0 * (index + 1) / (len(healthy) + 1) for index in range(len(healthy))]  # when each line is printed
+    for after, lines in ((3.0, len(healthy)), (2.5, sum(at < 2.5 for at in due))):
+        played = play(TRAINING, f"nodes: {{gpu-node-3: {{fault: hang, afterSeconds: {after}}}}}")
+        assert {item.script.terminal for item in played.values()} == {RunForever()}
+        result = parse_megatron_log(last_rank(played).script.log)
+        assert result.records == healthy[:lines]
+        assert result.avg_step_time_sec == pytest.approx(2.0)  # the plan's default stepTimeMs
+
+
 # --------------------------------------------------------------------------------------------- DCGM
 
 
