@@ -10,7 +10,7 @@ PYTEST_ARGS ?= -n 2 --dist loadfile
 # One simulated cluster serves every end-to-end test, so they run in one process (no xdist).
 E2E_ARGS ?= -p no:xdist --durations=25
 
-.PHONY: help run test lint types contracts unit integration e2e demo testbin generate check-generated snapshots bench scorecard clean
+.PHONY: help run test lint types contracts unit integration e2e demo testbin generate check-generated snapshots bench scorecard bench-overhead clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  make %-16s %s\n", $$1, $$2}'
@@ -79,6 +79,9 @@ bench: $(STAMP) testbin ## Benchmarks that print their figures (compile, watcher
 
 scorecard: $(STAMP) testbin ## How well faults are found: recall/precision per fault kind on simulated 16- and 64-node clusters (~25 min; SCORECARD_ARGS="--training --seed 2")
 	$(PYTHON) -m tests.bench.scorecard $(SCORECARD_ARGS)
+
+bench-overhead: $(STAMP) testbin ## Orchestration overhead: wall time against the ideal critical path on a simulated 16-node cluster (~15 min; OVERHEAD_ARGS="--sizes 16,64 --duration 300")
+	$(PYTHON) -m tests.bench.bench_overhead $(OVERHEAD_ARGS)
 
 clean: ## Remove the virtualenv and caches (not the Go-built binaries in ~/.cache)
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

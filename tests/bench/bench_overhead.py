@@ -1,0 +1,431 @@
+"""Orchestration overhead (issue 15, item 2): how far a certification's wall time is from its ideal critical
+path on the simulated GPU cluster, and where the difference goes; figures printed and written to JSON, never
+asserted.
+
+Run from the repository root as (`make bench-overhead OVERHEAD_ARGS=...` passes the options)
+
+    .venv/bin/python -m tests.bench.bench_overhead [--sizes 16] [--duration 60] [--runs dcgm-mc0,nccl-full]
+        [--out build/overhead.json]
+
+For each size it starts one simulated cluster (GPU nodes in NVLink cliques of 8) and runs, each in a namespace
+of its own, a Certification without faults and with one category (the fault plan's `durationSeconds` is
+`--duration`, `timeoutPerJob` five times that and at least 300 s, so no job nears it):
+
+    dcgm-mc0         diagnostics/dcgm-level1     one node per group, maxConcurrent 0 (all groups at once)
+    dcgm-mc8         diagnostics/dcgm-level1     one node per group, maxConcurrent 8
+    nccl-full        communication/nccl-all-reduce  full-scale: one group of every node
+    nccl-pairs-mc0   communication/nccl-all-reduce  nodesPerJob 2, maxConcurrent 0
+    nccl-pairs-mc8   communication/nccl-all-reduce  nodesPerJob 2, maxConcurrent 8
+
+The ideal critical path of a category is `waves x duration` (`tests/bench/overhead.py`); the overhead is the
+category Workflow's wall time (its `status.startedAt` -> `finishedAt`) minus the ideal, and the ratio
+wall / ideal - 1. The certification Workflow's wall time (which adds creating the category Workflow, the
+certification step's 5 s polling of it and the verdict) is printed next to it. The breakdown comes from the
+category Workflow's `status.nodes` (Argo's per-pod start and finish, to the second): lead-in, plan step,
+the gaps between steps (Argo's reconciliation), the run waves' time beyond the workload duration, the record
+and cleanup steps. While a run goes, a sampler lists the namespace's TrainJobs and JobSet pods every 2 s
+and Argo's step pods (cleanup deletes the first, pod GC the others), which splits a run-group pod's time into
+pod start-up, step start-up, TrainJob start-up, the workload, completion, "seen late" (the step's 10 s
+polling) and Argo's notice of the pod's end (`tests/bench/overhead.py` says which timestamps bound each).
+
+Measured on 2 shared cores, 16 GPU nodes, `--duration 60` (the five runs took 15 minutes after a 29 s cluster
+start): the category Workflow took 54-90 s more than its ideal (ratio 75-107 %), the certification Workflow
+another 33-36 s (creating the category Workflow, its 5 s polling of it, the verdict step). Of a category's
+overhead, 32-39 s is fixed per category (plan 2-4 s, record 3-4 s, cleanup 2-4 s, Argo's gaps between steps
+1-8 s each, 6-8 s after cleanup), and the rest is per wave: a wave lasted 15 s longer than its workload with
+one run-group pod (nccl-full: 2 s from the pod's start to its TrainJob, 1 s TrainJob start-up, 1 s completion,
+10 s from `Complete` to the pod's end, the step polling every 10 s), 22-23 s with 8 step pods starting at once
+and 32 s with 16 (pod start to TrainJob grows to 9 and 17 s: here every step pod is a local process sharing two
+cores), plus 8 s between two waves. At 64 GPU nodes (24 s cluster start; nccl-full, nccl-pairs-mc8 and dcgm-mc8
+only, 20 minutes): nccl-full 54 s (90 %) again; 32 pairs by 8, 4 waves, 153 s (64 %); 64 per-node groups by 8,
+8 waves, 276 s (57 %): 23 s per wave beyond the workload and 8 s between waves, the same as at 16 nodes. There
+a run-group pod's time split into 2 s pod start-up, 7-8 s step start-up, 1 s TrainJob start-up, 1 s
+completion, 10 s seen late (the 10 s poll and the step's own finish) and under 1 s for Argo to notice its end.
+
+Not measured: 256 and 1,024 nodes, `maxConcurrent 0` at 64 nodes, and 5-minute jobs (the issue's goal is
+<= 10 % at 1,024 nodes with 5-minute jobs). The simulator runs every step pod and its executor as a local
+process and the sim kubelet plays every workload pod; on 2 cores it falls behind with 64 groups at once (node
+leases expire; see `tests/bench/scorecard.py`), so `maxConcurrent 0` at 64, 256 or 1,024 nodes cannot run
+here, and 1,024 per-node groups by 8 are 128 waves, over ten hours with 5-minute jobs. Larger sizes are a
+`--sizes` away on a bigger machine; meanwhile read the figures above as a fixed cost per category and a cost
+per wave, which 5-minute jobs divide by 300 s instead of 60 s.
+
+Exit code: 0 when every run completed (whatever the figures), 1 when one could not (it is in the JSON with its
+error). The cluster takes the machine's simulated-cluster lock, so it may wait for other users of it; SIGTERM
+stops the cluster like Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from nvcre_argo.names import LABEL_ROLE, ROLE_CATEGORY
+from tests.bench import overhead
+from tests.harness.namespaces import namespace_for_test
+from tests.harness.versions import REPO_ROOT
+from tests.sim import scenario
+from tests.sim.cluster import SimCluster, gpu_nodes
+
+PER_CLIQUE: Final = 8
+DEFAULT_SIZES: Final = (16,)
+DEFAULT_DURATION_S: Final = 60
+SAMPLE_SECONDS: Final = 2.0
+JOBSET_LABEL: Final = "jobset.sigs.k8s.io/jobset-name"
+ARGO_WORKFLOW_LABEL: Final = "workflows.argoproj.io/workflow"  # on every Argo step pod
+LOCK_STEP: Final = "the machine's simulated-cluster lock"  # SimCluster.timings' name for the wait
+NAMESPACE_GONE_TIMEOUT_S: Final = 300.0
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One Certification of one category: its name in the tables, the category and its `maxConcurrent`."""
+
+    name: str
+    domain: str
+    variant: str
+    options: Mapping[str, Any]
+    max_concurrent: int
+
+
+RUNS: Final = (
+    RunSpec("dcgm-mc0", "diagnostics", "dcgm-level1", {}, 0),
+    RunSpec("dcgm-mc8", "diagnostics", "dcgm-level1", {}, 8),
+    RunSpec("nccl-full", "communication", "nccl-all-reduce", {"testScale": "full-scale"}, 0),
+    RunSpec("nccl-pairs-mc0", "communication", "nccl-all-reduce", {"nodesPerJob": 2}, 0),
+    RunSpec("nccl-pairs-mc8", "communication", "nccl-all-reduce", {"nodesPerJob": 2}, 8),
+)
+
+
+def timeout_per_job(duration: float) -> str:
+    """Well above the workload's duration, so no job is ever near its timeout."""
+    return f"{max(300, int(5 * duration))}s"
+
+
+def certification(namespace: str, spec: RunSpec, duration: float) -> dict[str, Any]:
+    options: dict[str, Any] = {**spec.options, "timeoutPerJob": timeout_per_job(duration)}
+    if spec.max_concurrent:
+        options["maxConcurrent"] = spec.max_concurrent
+    category = {"domain": spec.domain, "variant": spec.variant, "options": options}
+    return scenario.example_certification(namespace, categories=[category])
+
+
+def fault_plan(duration: float) -> str:
+    """No fault: every workload succeeds after `duration` seconds."""
+    return yaml.safe_dump({"defaults": {"durationSeconds": duration, "busBandwidthGBps": 380}}, sort_keys=False)
+
+
+# ------------------------------------------------------------------------------------------- measuring
+
+
+class Sampler:
+    """Keeps the last version of every TrainJob and JobSet pod of a namespace, listed every 2 s on a thread
+    of its own: the run step's cleanup deletes them before the run can be read back."""
+
+    def __init__(self, api: k8s.ApiClient, namespace: str) -> None:
+        self._api, self._namespace = api, namespace
+        self.trainjobs: dict[str, dict[str, Any]] = {}
+        self.pods: dict[str, dict[str, Any]] = {}
+        self.step_pods: dict[str, dict[str, Any]] = {}
+        self.errors = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"sampler-{namespace}", daemon=True)
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.sample()
+            except (ApiException, OSError):
+                self.errors += 1
+            self._stop.wait(SAMPLE_SECONDS)
+
+    def sample(self) -> None:
+        for item in scenario.trainjobs(self._api, self._namespace):
+            self.trainjobs[item["metadata"]["name"]] = item
+        core = k8s.CoreV1Api(self._api)
+        for selector, kept in ((JOBSET_LABEL, self.pods), (ARGO_WORKFLOW_LABEL, self.step_pods)):
+            for pod in core.list_namespaced_pod(self._namespace, label_selector=selector).items:
+                found: dict[str, Any] = self._api.sanitize_for_serialization(pod)  # type: ignore[no-untyped-call]
+                kept[str(found["metadata"]["name"])] = found
+
+    def workloads(self) -> dict[str, overhead.WorkloadTimes]:
+        """Per group, its TrainJob's times (the pods are the TrainJob's JobSet's, named after it)."""
+        found = {}
+        for name, trainjob in self.trainjobs.items():
+            pods = [pod for pod in self.pods.values() if pod["metadata"]["labels"].get(JOBSET_LABEL) == name]
+            found[overhead.group_of(trainjob)] = overhead.workload_times(trainjob, pods)
+        return found
+
+    def mains(self) -> dict[str, overhead.MainTimes]:
+        """Per Argo node name, its step pod's `main` container times."""
+        return dict(overhead.main_times(pod) for pod in self.step_pods.values())
+
+
+@dataclass
+class RunRecord:
+    """One run's figures (seconds); `breakdown` and `phases` as `tests/bench/overhead.py` computes them."""
+
+    name: str
+    size: int
+    domain: str
+    variant: str
+    max_concurrent: int
+    duration: float
+    namespace: str = ""
+    phase: str = ""
+    category_workflow: str = ""
+    certification_wall: float | None = None
+    breakdown: dict[str, Any] = field(default_factory=dict)
+    phases: dict[str, Any] = field(default_factory=dict)
+    trainjobs_seen: int = 0
+    sampler_errors: int = 0
+    seconds: float = 0.0
+    error: str = ""
+
+
+def play(sim: SimCluster, api: k8s.ApiClient, spec: RunSpec, *, size: int, duration: float) -> RunRecord:
+    """One run in a namespace of its own; errors end up in the record."""
+    record = RunRecord(spec.name, size, spec.domain, spec.variant, spec.max_concurrent, duration)
+    began = time.monotonic()
+    namespace = ""
+    try:
+        with namespace_for_test(api, f"overhead-{spec.name}") as namespace:
+            record.namespace = namespace
+            _execute(sim, api, spec, namespace, record)
+    except (scenario.ScenarioError, ApiException, RuntimeError, OSError) as error:
+        record.error = f"{type(error).__name__}: {str(error)[:2000]}"
+    record.seconds = time.monotonic() - began
+    if namespace:
+        _wait_namespace_gone(api, namespace)
+    return record
+
+
+def _execute(sim: SimCluster, api: k8s.ApiClient, spec: RunSpec, namespace: str, record: RunRecord) -> None:
+    scenario.install(sim.kubeconfig, namespace, submit=False)
+    scenario.write_fault_plan(api, namespace, fault_plan(record.duration))
+    document = certification(namespace, spec, record.duration)
+    scenario.apply_certification(api, document)
+    workflow = scenario.compile_workflow(sim.kubeconfig, document)
+    with Sampler(api, namespace) as sampler:
+        parent = scenario.submit(api, workflow)
+        record.phase = scenario.wait_workflow_done(api, namespace, parent, timeout_s=run_timeout_s(size=record.size))
+    sampler.sample()  # what the last interval may have missed (cleanup may already have deleted some)
+    record.sampler_errors = sampler.errors
+    record.certification_wall = overhead.seconds_between(*_bounds(scenario.get_workflow(api, namespace, parent)))
+    children = scenario.workflows(api, namespace, f"{LABEL_ROLE}={ROLE_CATEGORY}")
+    if len(children) != 1:
+        raise RuntimeError(f"expected one category Workflow, found {len(children)}")
+    child = children[0]
+    record.category_workflow = child["metadata"]["name"]
+    status = child.get("status") or {}
+    if not status.get("finishedAt"):
+        raise RuntimeError(f"category Workflow {record.category_workflow} did not finish")
+    result = overhead.breakdown(status, duration=record.duration, max_concurrent=spec.max_concurrent)
+    record.breakdown = asdict(result)
+    workloads = sampler.workloads()
+    record.trainjobs_seen = len(workloads)
+    record.phases = asdict(overhead.run_phases(overhead.pod_spans(status), workloads, sampler.mains()))
+
+
+def _bounds(workflow: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
+    status = (workflow or {}).get("status") or {}
+    return status.get("startedAt"), status.get("finishedAt")
+
+
+def run_timeout_s(*, size: int) -> float:
+    """How long one run may take before it counts as one that could not complete: every group in a wave of its
+    own at the longest timeoutPerJob, plus a margin for a loaded machine."""
+    return 900.0 + 20.0 * size
+
+
+def _wait_namespace_gone(api: k8s.ApiClient, namespace: str) -> None:
+    """Let the last run's namespace go before the next run starts, so its teardown does not load the next
+    run's measurement; a namespace that lingers is reported and left."""
+    core = k8s.CoreV1Api(api)
+    deadline = time.monotonic() + NAMESPACE_GONE_TIMEOUT_S
+    while time.monotonic() < deadline:
+        try:
+            core.read_namespace(namespace)
+        except ApiException as error:
+            if error.status == 404:
+                return
+            raise
+        time.sleep(2)
+    progress(f"namespace {namespace} still terminating after {NAMESPACE_GONE_TIMEOUT_S:.0f} s; going on")
+
+
+@dataclass
+class SizeRecord:
+    size: int
+    duration: float
+    lock_wait_seconds: float = 0.0
+    cluster_start_seconds: float = 0.0
+    runs: list[RunRecord] = field(default_factory=list)
+    error: str = ""
+
+
+def run_size(size: int, specs: Sequence[RunSpec], *, duration: float, save: Callable[[SizeRecord], None]) -> SizeRecord:
+    """Start one cluster of `size` GPU nodes and play every run on it, saving after each."""
+    record = SizeRecord(size=size, duration=duration)
+    try:
+        with SimCluster(nodes=gpu_nodes(size, per_clique=PER_CLIQUE)) as sim, sim.api_client() as api:
+            record.lock_wait_seconds = sim.timings.get(LOCK_STEP, 0.0)
+            record.cluster_start_seconds = sum(sim.timings.values()) - record.lock_wait_seconds
+            for spec in specs:
+                progress(f"{size} nodes: {spec.name} ...")
+                run = play(sim, api, spec, size=size, duration=duration)
+                record.runs.append(run)
+                progress(f"{size} nodes: {spec.name}: {run.error or run.phase} in {run.seconds:.0f} s")
+                save(record)
+    except (scenario.ScenarioError, ApiException, RuntimeError, OSError) as error:
+        record.error = f"{type(error).__name__}: {str(error)[:2000]}"
+    save(record)
+    return record
+
+
+# ------------------------------------------------------------------------------------------- output
+
+
+def _num(value: float | None, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(str(row[index])) for row in [header, *rows]) for index in range(len(header))]
+    line = "  ".join(f"{{:<{width}}}" if index == 0 else f"{{:>{width}}}" for index, width in enumerate(widths))
+    return [line.format(*header), *(line.format(*row) for row in rows)]
+
+
+def report(record: SizeRecord) -> list[str]:
+    """The three tables of one size: totals, the category Workflow's breakdown, the run pods' phases."""
+    runs = [run for run in record.runs if run.breakdown]
+    title = (
+        f"== {record.size} GPU nodes, workloads of {record.duration:g} s: {len(runs)} of {len(record.runs)} runs"
+        f" measured (cluster start {record.cluster_start_seconds:.0f} s; not counted: waiting"
+        f" {record.lock_wait_seconds:.0f} s for the machine's cluster lock)"
+        + (f"; ERROR {record.error}" if record.error else "")
+        + " =="
+    )
+    totals = [
+        [
+            run.name,
+            str(run.breakdown["groups"] + run.breakdown["overflow_groups"]),
+            str(run.max_concurrent),
+            str(run.breakdown["waves"]),
+            _num(run.breakdown["ideal"]),
+            _num(run.breakdown["wall"]),
+            _num(run.certification_wall),
+            _num(run.breakdown["overhead"]),
+            _ratio(run.breakdown["ratio"]),
+            _num(None if run.certification_wall is None else run.certification_wall - run.breakdown["ideal"]),
+            _ratio(overhead.overhead_ratio(run.certification_wall or 0.0, run.breakdown["ideal"])),
+        ]
+        for run in runs
+    ]
+    header = ["run", "groups", "maxConc", "waves", "ideal s", "wall s", "cert wall s", "overhead s", "ratio"]
+    lines = [title, *_table([*header, "cert overhead s", "cert ratio"], totals), ""]
+    lines.append("category Workflow overhead by part (s; the parts add up to the overhead):")
+    parts = [[run.name, *(_num(run.breakdown["parts"][name]) for name in overhead.PARTS)] for run in runs]
+    lines += [*_table(["run", *(name.replace("_", "-") for name in overhead.PARTS)], parts), ""]
+    lines.append(
+        "a run-group pod's time (s, mean / max over the groups whose TrainJob was seen whole), and its excess"
+        " over the workload duration:"
+    )
+    phases = [
+        [
+            run.name,
+            f"{run.phases['groups_seen']}/{run.breakdown['groups'] + run.breakdown['overflow_groups']}",
+            *(
+                f"{_num(run.phases['mean'].get(name), 1)} / {_num(run.phases['max'].get(name))}"
+                for name in overhead.PHASES
+            ),
+            f"{_num(run.breakdown['run_pod_excess_mean'], 1)} / {_num(run.breakdown['run_pod_excess_max'])}",
+        ]
+        for run in runs
+    ]
+    lines += _table(["run", "seen", *(name.replace("_", "-") for name in overhead.PHASES), "pod excess"], phases)
+    failed = [f"{run.name}: {run.error or run.phase}" for run in record.runs if run.error or run.phase != "Succeeded"]
+    return [*lines, *(["", "runs that did not succeed:", *failed] if failed else [])]
+
+
+def progress(message: str) -> None:
+    """A line on stderr while the benchmark runs (the figures go to stdout)."""
+    print(f"[overhead] {message}", file=sys.stderr, flush=True)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM ends the benchmark like Ctrl-C, so the cluster is stopped: its components run in sessions of
+    their own and would outlive a plain exit."""
+    del signum, frame
+    raise KeyboardInterrupt("SIGTERM")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="make bench-overhead", description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="GPU node counts (default 16)")
+    parser.add_argument(
+        "--duration", type=float, default=DEFAULT_DURATION_S, help="workload seconds (default 60; 300 = the goal's)"
+    )
+    parser.add_argument(
+        "--runs", help=f"only these runs, in this order, e.g. nccl-full,dcgm-mc8 (default all: {_run_names()})"
+    )
+    parser.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "overhead.json", help="the JSON file")
+    args = parser.parse_args(argv)
+    sizes = [int(item) for item in args.sizes.split(",") if item.strip()]
+    known = {spec.name: spec for spec in RUNS}
+    wanted = [name.strip() for name in args.runs.split(",") if name.strip()] if args.runs else list(known)
+    unknown = [name for name in wanted if name not in known]
+    if unknown:
+        parser.error(f"unknown run(s) {', '.join(unknown)}; known: {_run_names()}")
+    specs = [known[name] for name in dict.fromkeys(wanted)]  # in the order given
+    signal.signal(signal.SIGTERM, _interrupt)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    records: list[SizeRecord] = []
+
+    def save(current: SizeRecord) -> None:
+        document = {"duration": args.duration, "sizes": [asdict(item) for item in [*records, current]]}
+        args.out.write_text(json.dumps(document, indent=1, default=str) + "\n", encoding="utf-8")
+
+    for size in sizes:
+        record = run_size(size, specs, duration=args.duration, save=save)
+        records.append(record)
+        print("\n".join(["", *report(record)]), flush=True)
+    print(f"\nwritten to {args.out}")
+    incomplete = [f"{r.size}/{run.name}" for r in records for run in r.runs if run.error or not run.breakdown]
+    incomplete += [f"{r.size}/({r.error[:80]})" for r in records if r.error]
+    if incomplete or any(len(r.runs) < len(specs) for r in records):
+        print(f"runs that could not complete: {', '.join(incomplete) or '(not started)'}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _run_names() -> str:
+    return ",".join(spec.name for spec in RUNS)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

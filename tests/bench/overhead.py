@@ -1,0 +1,324 @@
+"""The arithmetic of the orchestration-overhead benchmark (pure): the ideal critical path of a category, and
+where a category Workflow's wall time went, from the timestamps Argo, Trainer and the pods record.
+
+Why apart from `tests/bench/bench_overhead.py`: the driver talks to the simulated cluster; what it prints is
+decided here, from plain dictionaries (a Workflow's `status`, TrainJob and pod objects as the API returns
+them), so every figure can be checked on hand-made timestamps without a cluster.
+
+The ideal: the simulator runs every healthy workload for exactly `durationSeconds`, and a category runs its
+groups in waves of `maxConcurrent` (0: all at once), regular and overflow groups in separate fan-outs, as
+`nvcre_argo/steps/deadline.py` bounds them. So the ideal critical path is `waves x duration`; everything else
+in the category Workflow's wall time is orchestration. It splits exactly (to Argo's one-second timestamps) as
+
+    wall = ideal + lead-in (Workflow start -> plan pod) + plan + plan->run gap + wave excess
+           + between waves + run->record gap + record + record->cleanup gap + cleanup + tail
+
+where a wave is `maxConcurrent` consecutive run-group pods in start order, its excess is its span beyond the
+workload duration, and "between waves" is the run phase's span beyond the sum of its waves (negative when
+Argo's sliding window starts a pod of the next wave before the last of the current one ends). The gaps are
+Argo's reconciliation between steps.
+
+A run-group pod's own time splits, through its `main` container, the TrainJob it created and the workload
+pods it ran, into pod start-up (Argo's node start -> the step's `main` container running: scheduling, Argo's
+init container, the container start), step start-up (-> TrainJob created: the step's process, its reads and
+the TrainingRuntime), TrainJob start-up (-> the workload container running: Trainer, JobSet, Job, scheduling,
+the kubelet), the workload, completion (workload exit -> TrainJob `Complete`: JobSet and Trainer noticing),
+seen late (`Complete` -> `main` exited: the step's 10 s polling, then its result ConfigMap and outputs) and
+Argo's notice (`main` exited -> the node's end: Argo's wait container saving the outputs, the controller).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
+
+from nvcre_argo.names import LABEL_GROUP
+
+RUN_TEMPLATE: Final = "run-group"
+PLAN_TEMPLATE: Final = "plan"
+RECORD_TEMPLATE: Final = "record"
+CLEANUP_TEMPLATE: Final = "cleanup"
+OVERFLOW_STEP: Final = "].overflow("  # how Argo names a node of the overflow fan-out: `<wf>[2].overflow(0:g9)`
+# The order of the breakdown's parts; they add up to the overhead.
+PARTS: Final = (
+    "lead_in",
+    "plan",
+    "plan_to_run",
+    "wave_excess",
+    "between_waves",
+    "run_to_record",
+    "record",
+    "record_to_cleanup",
+    "cleanup",
+    "tail",
+)
+STEPS: Final = (
+    ("plan", PLAN_TEMPLATE),
+    ("run", RUN_TEMPLATE),
+    ("record", RECORD_TEMPLATE),
+    ("cleanup", CLEANUP_TEMPLATE),
+)
+GAP_AFTER: Final = {"plan": "plan_to_run", "run": "run_to_record", "record": "record_to_cleanup", "cleanup": "tail"}
+PHASES: Final = (
+    "pod_startup",
+    "step_startup",
+    "trainjob_startup",
+    "workload",
+    "completion",
+    "seen_late",
+    "argo_notice",
+)
+NODE_NAME_ANNOTATION: Final = "workflows.argoproj.io/node-name"  # on a step pod: its Argo node's name
+
+
+def waves(groups: int, max_concurrent: int) -> int:
+    """How many waves `groups` groups take under `maxConcurrent` (0: unlimited, one wave)."""
+    if groups <= 0:
+        return 0
+    return math.ceil(groups / max_concurrent) if max_concurrent > 0 else 1
+
+
+def ideal_seconds(groups: int, max_concurrent: int, duration: float, *, overflow: int = 0) -> float:
+    """The ideal critical path of one category: each wave lasts exactly the workload's duration, and the
+    overflow groups run in a fan-out of their own after the regular ones."""
+    return (waves(groups, max_concurrent) + waves(overflow, max_concurrent)) * duration
+
+
+def overhead_ratio(wall: float, ideal: float) -> float | None:
+    """wall / ideal - 1, or None when there is no ideal (no group ran)."""
+    return wall / ideal - 1 if ideal > 0 else None
+
+
+def parse_time(text: str) -> datetime:
+    """An RFC 3339 timestamp as Kubernetes and Argo write it (`2026-12-01T13:00:00Z`)."""
+    return datetime.fromisoformat(text)
+
+
+def seconds_between(start: str | None, end: str | None) -> float | None:
+    if not start or not end:
+        return None
+    return (parse_time(end) - parse_time(start)).total_seconds()
+
+
+@dataclass(frozen=True)
+class Span:
+    """One Argo Pod node: its template, start and end (datetimes), and for a run-group pod its group."""
+
+    template: str
+    started: datetime
+    finished: datetime
+    group: str = ""
+    overflow: bool = False
+    name: str = ""
+
+    @property
+    def seconds(self) -> float:
+        return (self.finished - self.started).total_seconds()
+
+
+def pod_spans(status: Mapping[str, Any]) -> list[Span]:
+    """The Pod nodes of a Workflow's `status.nodes` that started and finished, in start order."""
+    found = []
+    for node in (status.get("nodes") or {}).values():
+        if node.get("type") != "Pod" or not node.get("startedAt") or not node.get("finishedAt"):
+            continue
+        parameters = {item["name"]: item.get("value", "") for item in (node.get("inputs") or {}).get("parameters", [])}
+        found.append(
+            Span(
+                template=str(node.get("templateName", "")),
+                started=parse_time(node["startedAt"]),
+                finished=parse_time(node["finishedAt"]),
+                group=str(parameters.get("group", "")),
+                overflow=OVERFLOW_STEP in str(node.get("name", "")),
+                name=str(node.get("name", "")),
+            )
+        )
+    return sorted(found, key=lambda span: (span.started, span.finished))
+
+
+def split_waves(spans: Sequence[Span], max_concurrent: int) -> list[list[Span]]:
+    """Run-group pods in waves: `maxConcurrent` consecutive pods in start order (all when 0), regular and
+    overflow fan-outs apart."""
+    found: list[list[Span]] = []
+    for overflow in (False, True):
+        fan_out = [span for span in spans if span.overflow is overflow]
+        size = max_concurrent if max_concurrent > 0 else max(len(fan_out), 1)
+        found += [fan_out[index : index + size] for index in range(0, len(fan_out), size)]
+    return found
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """Where one category Workflow's wall time went (seconds); `parts` add up to `overhead`."""
+
+    groups: int
+    overflow_groups: int
+    waves: int
+    ideal: float
+    wall: float
+    overhead: float
+    ratio: float | None
+    parts: dict[str, float]
+    run_pod_excess_mean: float | None  # a run-group pod's time beyond the workload duration
+    run_pod_excess_max: float | None
+
+
+def _envelope(spans: Iterable[Span]) -> tuple[datetime, datetime] | None:
+    """First start and last end of some spans (a retried step has several pods)."""
+    listed = list(spans)
+    if not listed:
+        return None
+    return min(span.started for span in listed), max(span.finished for span in listed)
+
+
+def _span_of(spans: Sequence[Span]) -> tuple[datetime, datetime]:
+    found = _envelope(spans)
+    assert found is not None
+    return found
+
+
+def _gap(start: datetime, end: datetime) -> float:
+    return (end - start).total_seconds()
+
+
+def breakdown(status: Mapping[str, Any], *, duration: float, max_concurrent: int) -> Breakdown:
+    """Split a finished category Workflow's wall time (its `status`) into the ideal and the parts of
+    `PARTS`; a step that did not run counts zero and its neighbours' gaps join."""
+    started, finished = parse_time(status["startedAt"]), parse_time(status["finishedAt"])
+    spans = pod_spans(status)
+    runs = [span for span in spans if span.template == RUN_TEMPLATE]
+    regular = sum(1 for span in runs if not span.overflow)
+    overflow = len(runs) - regular
+    ideal = ideal_seconds(regular, max_concurrent, duration, overflow=overflow)
+    parts = dict.fromkeys(PARTS, 0.0)
+    cursor, gap = started, "lead_in"
+    for part, template in STEPS:
+        envelope = _envelope(span for span in spans if span.template == template)
+        if envelope is None:
+            continue
+        begin, end = envelope
+        parts[gap] += _gap(cursor, begin)  # the gap before a step counts after the last step that ran
+        if part == "run":
+            grouped = split_waves(runs, max_concurrent)
+            spans_total = sum(_gap(*_span_of(wave)) for wave in grouped)
+            parts["wave_excess"] = spans_total - len(grouped) * duration
+            parts["between_waves"] = _gap(begin, end) - spans_total
+        else:
+            parts[part] = _gap(begin, end)
+        cursor, gap = end, GAP_AFTER[part]
+    parts["tail"] += _gap(cursor, finished)
+    wall = _gap(started, finished)
+    excess = [span.seconds - duration for span in runs]
+    return Breakdown(
+        groups=regular,
+        overflow_groups=overflow,
+        waves=waves(regular, max_concurrent) + waves(overflow, max_concurrent),
+        ideal=ideal,
+        wall=wall,
+        overhead=wall - ideal,
+        ratio=overhead_ratio(wall, ideal),
+        parts=parts,
+        run_pod_excess_mean=statistics.mean(excess) if excess else None,
+        run_pod_excess_max=max(excess) if excess else None,
+    )
+
+
+# ------------------------------------------------------------------------------------------- TrainJobs
+
+
+@dataclass(frozen=True)
+class WorkloadTimes:
+    """One TrainJob's life as its objects recorded it (None: not seen)."""
+
+    created: datetime | None
+    running: datetime | None  # the last completed container's start: the workload's own clock starts
+    exited: datetime | None  # the last completed container's end
+    complete: datetime | None  # the TrainJob's `Complete` condition
+
+
+def workload_times(trainjob: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> WorkloadTimes:
+    """From a TrainJob and its JobSet pods as last seen: the containers that completed (exit 0) are the
+    workload (an MPI launcher, a DCGM or training rank); MPI workers that run until deleted are not."""
+    starts, ends = [], []
+    for pod in pods:
+        for container in (pod.get("status") or {}).get("containerStatuses") or []:
+            terminated = (container.get("state") or {}).get("terminated") or {}
+            if terminated.get("exitCode") == 0 and terminated.get("startedAt") and terminated.get("finishedAt"):
+                starts.append(parse_time(terminated["startedAt"]))
+                ends.append(parse_time(terminated["finishedAt"]))
+    conditions = (trainjob.get("status") or {}).get("conditions") or []
+    complete = [item for item in conditions if item.get("type") == "Complete" and item.get("status") == "True"]
+    created = (trainjob.get("metadata") or {}).get("creationTimestamp")
+    return WorkloadTimes(
+        created=parse_time(created) if created else None,
+        running=max(starts) if starts else None,
+        exited=max(ends) if ends else None,
+        complete=parse_time(complete[0]["lastTransitionTime"]) if complete else None,
+    )
+
+
+@dataclass(frozen=True)
+class MainTimes:
+    """A step pod's `main` container: when the step's own process started and ended (None: not seen)."""
+
+    started: datetime | None
+    finished: datetime | None
+
+
+def main_times(pod: Mapping[str, Any]) -> tuple[str, MainTimes]:
+    """A step pod as last seen: its Argo node's name and its `main` container's start and end."""
+    node = str(((pod.get("metadata") or {}).get("annotations") or {}).get(NODE_NAME_ANNOTATION, ""))
+    for container in (pod.get("status") or {}).get("containerStatuses") or []:
+        if container.get("name") != "main":
+            continue
+        state = container.get("state") or {}
+        started = (state.get("running") or state.get("terminated") or {}).get("startedAt")
+        finished = (state.get("terminated") or {}).get("finishedAt")
+        return node, MainTimes(parse_time(started) if started else None, parse_time(finished) if finished else None)
+    return node, MainTimes(None, None)
+
+
+@dataclass(frozen=True)
+class RunPhases:
+    """A run-group pod's time split by its `main` container and its TrainJob (seconds, over the groups seen
+    whole)."""
+
+    groups_seen: int
+    mean: dict[str, float] = field(default_factory=dict)
+    max: dict[str, float] = field(default_factory=dict)
+
+
+def run_phases(
+    spans: Sequence[Span], workloads: Mapping[str, WorkloadTimes], mains: Mapping[str, MainTimes]
+) -> RunPhases:
+    """`PHASES` per run-group pod whose `main` container (keyed by Argo node name) was seen start and end and
+    whose TrainJob (keyed by group) was seen from creation to `Complete`: Argo's pod start -> main running
+    -> TrainJob created -> workload running -> workload exited -> `Complete` -> main exited -> Argo's end."""
+    rows: list[dict[str, float]] = []
+    for span in spans:
+        if span.template != RUN_TEMPLATE:
+            continue
+        times, main = workloads.get(span.group), mains.get(span.name)
+        if times is None or main is None:
+            continue
+        middle = [main.started, times.created, times.running, times.exited, times.complete, main.finished]
+        points = [span.started, *(point for point in middle if point is not None), span.finished]
+        if len(points) != len(PHASES) + 1:
+            continue  # not seen whole
+        rows.append({name: _gap(a, b) for name, a, b in zip(PHASES, points[:-1], points[1:], strict=True)})
+    if not rows:
+        return RunPhases(groups_seen=0)
+    return RunPhases(
+        groups_seen=len(rows),
+        mean={name: statistics.mean(row[name] for row in rows) for name in PHASES},
+        max={name: max(row[name] for row in rows) for name in PHASES},
+    )
+
+
+def group_of(trainjob: Mapping[str, Any]) -> str:
+    """The group a TrainJob ran for, from the label the run step puts on it."""
+    return str(((trainjob.get("metadata") or {}).get("labels") or {}).get(LABEL_GROUP, ""))
