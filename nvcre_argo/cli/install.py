@@ -102,6 +102,11 @@ def _apply(kube: KubeClient, manifest: dict[str, Any]) -> str:
     help="Watcher and step image.",
 )
 @click.option("--no-submit", is_flag=True, help="Do not let the watcher create Workflows (GitOps/argo submit only).")
+@click.option(
+    "--template-ref",
+    is_flag=True,
+    help="For Argo's templateReferencing: Strict: the watcher submits Workflows that reference nvcre-certification.",
+)
 @click.option("--pdb", is_flag=True, help="Two watcher replicas per namespace behind a PodDisruptionBudget.")
 @click.option(
     "--watcher-bind-address",
@@ -119,6 +124,7 @@ def install_command(
     watch_namespaces: tuple[str, ...],
     image: str,
     no_submit: bool,
+    template_ref: bool,
     pdb: bool,
     watcher_bind_address: str,
     print_only: bool,
@@ -134,6 +140,7 @@ def install_command(
         image=image,
         watch_namespaces=watch_namespaces,
         submit=not no_submit,
+        template_ref=template_ref,
         pdb=pdb,
         bind_address=watcher_bind_address,
     )

@@ -24,6 +24,7 @@ from nvcre_argo.compiler import CompileOptions
 from nvcre_argo.plan.model import NodeGroup, Plan
 from nvcre_argo.render.category_template import build_category_template
 from nvcre_argo.render.install import InstallSettings
+from nvcre_argo.render.install_watcher import watcher_args
 from nvcre_argo.render.step_placement import StepPlacement, Toleration
 from nvcre_argo.render.template_ref import ALLOWED_OVERRIDES, build_certification_template, disallowed_overrides
 from nvcre_argo.steps.category_manifest import CategoryManifestError, select_category_workflow
@@ -240,3 +241,11 @@ def test_install_places_the_step_pods_of_every_template_where_a_template_ref_wor
         assert template["spec"]["nodeSelector"] == {"pool": "system"}
         assert template["spec"]["tolerations"] == [{"key": "dedicated", "operator": "Equal", "value": "system"}]
         assert "affinity" not in template["spec"]  # no target is known at install time
+
+
+def test_a_watcher_installed_with_template_ref_submits_the_strict_shape() -> None:
+    strict = InstallSettings(namespace="n", image="i", watch_namespaces=("team-a",), template_ref=True)
+    default = InstallSettings(namespace="n", image="i", watch_namespaces=("team-a",))
+
+    assert watcher_args(strict, "team-a")[:4] == ["watch", "--namespace=team-a", "--submit", "--template-ref"]
+    assert "--template-ref" not in watcher_args(default, "team-a")
