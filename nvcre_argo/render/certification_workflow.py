@@ -109,7 +109,7 @@ def category_workflow_manifest(
     placement is the certification Workflow's. `template_ref`: the shape Argo's `templateReferencing: Strict`
     accepts (see `render.template_ref`): no pod spec fields at all, so the image and placement are the installed
     templates'; and no `{{workflow.name}}`, since it travels in a parameter Argo does not substitute into, so
-    the category step names it after its Workflow (`steps.children.named_child`)."""
+    the category step names it after its Workflow (`steps.category_manifest`)."""
     certification, step_image = target.certification, target.step_image
     spec: dict[str, Any] = {
         "workflowTemplateRef": {"name": contract.category_template_name(category.domain, category.variant)},
