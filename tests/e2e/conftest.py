@@ -27,8 +27,12 @@ from tests.sim.cluster import ArgoRelease, SimCluster, gpu_nodes
 HERE = Path(__file__).resolve().parent
 NODE_COUNT = 8
 # Cluster shapes by name: the default serves most tests; fault isolation needs more nodes in more cliques.
-SHAPES = {"default": (NODE_COUNT, 4), "isolation": (32, 8)}  # (GPU nodes, nodes per NVLink clique)
+SHAPES = {"default": (NODE_COUNT, 4), "isolation": (32, 8), "strict": (NODE_COUNT, 4)}  # (GPU nodes, per clique)
+# Shapes whose Argo controller runs with extra configuration: "strict" is a hardened controller that runs only
+# Workflows referencing a WorkflowTemplate, with nothing but Argo's allowed overrides.
+ARGO_CONFIG = {"strict": {"workflowRestrictions": "templateReferencing: Strict\n"}}
 ISOLATION_FIXTURE = "isolation_sim"
+STRICT_FIXTURE = "strict_sim"
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -48,8 +52,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.path.is_relative_to(HERE):
             item.add_marker(pytest.mark.e2e)
-    # Tests on the larger cluster run last, so the session starts each cluster shape once.
-    items.sort(key=lambda item: ISOLATION_FIXTURE in getattr(item, "fixturenames", ()))
+    # Tests on the strict cluster, then those on the larger one, run last: the session starts each shape once.
+    items.sort(
+        key=lambda item: (
+            ISOLATION_FIXTURE in getattr(item, "fixturenames", ()),
+            STRICT_FIXTURE in getattr(item, "fixturenames", ()),
+        )
+    )
 
 
 def start_sim(argo: ArgoRelease, shape: str = "default") -> SimCluster:
@@ -59,7 +68,7 @@ def start_sim(argo: ArgoRelease, shape: str = "default") -> SimCluster:
     try:
         keep = bool(os.environ.get("NVCRE_SIM_KEEP"))
         nodes = gpu_nodes(count, per_clique=per_clique)
-        return SimCluster(nodes=nodes, argo=argo, keep_workdir=keep).start()
+        return SimCluster(nodes=nodes, argo=argo, keep_workdir=keep, argo_config=ARGO_CONFIG.get(shape)).start()
     except HarnessSetupError as exc:
         failure = f"{exc}; `{BUILD_COMMAND}` builds and downloads what the simulated cluster needs"
     except ControlPlaneError as exc:
@@ -109,6 +118,12 @@ def sim(clusters: Clusters) -> SimCluster:
 def isolation_sim(clusters: Clusters) -> SimCluster:
     """A larger simulated cluster (32 GPU nodes in 4 cliques of 8) with Argo v3.7, for fault isolation."""
     return clusters.get("v3", "isolation")
+
+
+@pytest.fixture
+def strict_sim(clusters: Clusters) -> SimCluster:
+    """The default cluster, its Argo v3.7 controller under `templateReferencing: Strict`."""
+    return clusters.get("v3", "strict")
 
 
 @pytest.fixture
