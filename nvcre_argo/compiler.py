@@ -28,6 +28,7 @@ from nvcre_argo.render.certification_workflow import (
     category_arguments,
 )
 from nvcre_argo.render.step_placement import StepPlacement, placement_spec
+from nvcre_argo.render.template_ref import build_template_ref_workflow
 from nvcre_argo.resolve.category import ResolvedCategory, resolution_warnings, resolve_certification
 
 
@@ -45,6 +46,8 @@ class CompileOptions:
     ttl_seconds: int | None = DEFAULT_TTL_SECONDS
     deadline_seconds: int | None = None
     category_deadline_seconds: int | None = None
+    # Compile for Argo's `templateReferencing: Strict`: reference the installed templates (render.template_ref).
+    template_ref: bool = False
 
 
 @dataclass(frozen=True)
@@ -141,7 +144,8 @@ def compile_certification(
         deadline_seconds=options.deadline_seconds,
         category_deadline_seconds=options.category_deadline_seconds,
     )
-    return CompiledCertification(loaded.source, name, build_certification_workflow(target, resolved, arguments))
+    build = build_template_ref_workflow if options.template_ref else build_certification_workflow
+    return CompiledCertification(loaded.source, name, build(target, resolved, arguments))
 
 
 def _name_errors(certification: Certification) -> list[FieldError]:

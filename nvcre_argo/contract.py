@@ -35,10 +35,22 @@ TEMPLATE_ROUNDS = "rounds"
 TEMPLATE_PLAN_ROUND = "plan-round"
 PARAM_ROUND = "round"
 
+# The key of the category Workflow's concurrency ConfigMap (`names.concurrency_configmap`) that the run-group
+# template's semaphore reads its limit from: maxConcurrent, written by the plan step.
+CONCURRENCY_KEY = "max-concurrent"
+
 # Templates inside the certification (parent) Workflow.
 TEMPLATE_CERTIFICATION = "certification"
 TEMPLATE_VERDICT = "verdict"
 TEMPLATE_STOP_CATEGORIES = "stop-categories"
+# The certification WorkflowTemplate (installed by `nvcre-argo install`) that certification Workflows compiled
+# with `--template-ref` reference, as Argo's `templateReferencing: Strict` requires: its parameters are the
+# certification's name, its category Workflows (a JSON object, step name -> manifest) and the step names in
+# spec order (a JSON list, the fan-out's items).
+CERTIFICATION_TEMPLATE = f"{TEMPLATE_PREFIX}-certification"
+PARAM_CATEGORY_WORKFLOWS = "categories"
+PARAM_CATEGORY_STEPS = "steps"
+PARAM_STEP = "step"
 
 
 def category_template_name(domain: str, variant: str) -> str:
@@ -71,6 +83,9 @@ OUTPUT_FAILED_NODE_COUNT = "failed-nodes"
 CATEGORY_WORKFLOW_FILE = f"{OUTPUT_DIR}/workflow"
 VERDICT_FILE = f"{OUTPUT_DIR}/verdict"
 FAILED_NODE_COUNT_FILE = f"{OUTPUT_DIR}/failed-nodes"
+# The step name a category step ran (read by the certification WorkflowTemplate's verdict).
+OUTPUT_CATEGORY_STEP = "step"
+CATEGORY_STEP_FILE = f"{OUTPUT_DIR}/step"
 # The run-group step's outputs (shown per group in the Argo UI): what it measured, how many nodes it failed.
 OUTPUT_MEASUREMENTS = "measurements"
 MEASUREMENTS_FILE = f"{OUTPUT_DIR}/measurements"
@@ -88,6 +103,13 @@ ENV_STATUSES = "NVCRE_CATEGORY_STATUSES"
 # A category step of the certification Workflow: the category Workflow to start (JSON) and its key.
 ENV_CATEGORY_WORKFLOW = "NVCRE_CATEGORY_WORKFLOW"
 ENV_CATEGORY_KEY = "NVCRE_CATEGORY_KEY"
+# ... or, in the certification WorkflowTemplate, every category's Workflow and the one this step starts.
+ENV_CATEGORY_WORKFLOWS = "NVCRE_CATEGORY_WORKFLOWS"
+ENV_CATEGORY_STEP = "NVCRE_CATEGORY_STEP"
+# Its verdict step: the category steps expected (JSON list) and the outputs of those that succeeded (Argo's
+# aggregate of a fan-out's outputs, a JSON list of objects).
+ENV_CATEGORY_STEPS = "NVCRE_CATEGORY_STEPS"
+ENV_CATEGORY_OUTPUTS = "NVCRE_CATEGORY_OUTPUTS"
 
 # Where a step leaves its one-line failure summary (the container's terminationMessagePath default); the
 # kubelet keeps at most 4 KiB of it.

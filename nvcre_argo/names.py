@@ -92,6 +92,9 @@ def runtime_name(workflow_name: str) -> str:
     return dns_label(f"{workflow_name}-runtime")
 
 
+CONCURRENCY_SUFFIX = "-concurrency"
+
+
 def workflow_id(workflow_uid: str) -> str:
     """The reference's ConfigMap suffix: the first 8 characters of the Workflow's UID."""
     return workflow_uid.replace("-", "")[:8]
@@ -107,6 +110,13 @@ def succeeded_nodes_configmap(workflow_uid: str) -> str:
 
 def group_nodes_configmap(workflow_uid: str) -> str:
     return f"group-nodes-{workflow_id(workflow_uid)}"
+
+
+def concurrency_configmap(workflow_name: str) -> str:
+    """The ConfigMap holding a category Workflow's group semaphore limit (`maxConcurrent`). Named after the
+    Workflow's name, not its UID, because Argo can template a semaphore's ConfigMap name only with what it
+    knows (`{{workflow.name}}`), never with a cut-down UID."""
+    return f"{workflow_name}{CONCURRENCY_SUFFIX}"
 
 
 def group_result_configmap(workflow_uid: str, group: str) -> str:

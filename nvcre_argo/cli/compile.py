@@ -41,6 +41,35 @@ def _check_workflow_name(value: str | None) -> str | None:
     return value
 
 
+# Options a certification Workflow that only references WorkflowTemplates cannot carry: Argo's strict template
+# referencing refuses every pod spec field, and the mutex is the installed template's.
+_NOT_WITH_TEMPLATE_REF = (
+    "step_image",
+    "lock",
+    "no_lock",
+    "step_node_selector",
+    "step_toleration",
+    "step_priority_class",
+    "step_image_pull_secret",
+    "steps_on_target",
+)
+
+
+def _refuse_with_template_ref(ctx: click.Context) -> None:
+    """A usage error naming every option given with `--template-ref` that it cannot carry."""
+    given = [
+        f"--{name.replace('_', '-')}"
+        for name in _NOT_WITH_TEMPLATE_REF
+        if ctx.get_parameter_source(name) not in (click.core.ParameterSource.DEFAULT, None)
+    ]
+    if given:
+        raise click.UsageError(
+            f"--template-ref cannot carry {', '.join(given)}: a Workflow that references a WorkflowTemplate under "
+            "Argo's templateReferencing: Strict may set no pod field; the step image and the step pods' placement "
+            "are those the templates were installed with (`nvcre-argo install --image ... --step-node-selector ...`)"
+        )
+
+
 def render_output(compiled: list[CompiledCertification], output_format: str) -> dict[str, str]:
     """File name → text for `-o DIR` (one file per Certification)."""
     files: dict[str, str] = {}
@@ -122,6 +151,12 @@ def _check(files: dict[str, str], directory: Path) -> int:
     help="Exit 1 with a diff when DIR holds stale output.",
 )
 @click.option("--validate-only", is_flag=True, help="Only validate the Certifications; write nothing.")
+@click.option(
+    "--template-ref",
+    is_flag=True,
+    help="For Argo's templateReferencing: Strict: reference the installed nvcre-certification WorkflowTemplate "
+    "(step image and placement are then those `nvcre-argo install` set).",
+)
 @step_placement_options
 @lifetime_options
 def compile_command(
@@ -140,9 +175,12 @@ def compile_command(
     ttl: int | None,
     deadline: int | None,
     category_deadline: int | None,
+    template_ref: bool,
     **placement: Any,
 ) -> None:
     """Compile Certification files into Argo Workflows ('-' reads standard input)."""
+    if template_ref:
+        _refuse_with_template_ref(click.get_current_context())
     options = CompileOptions(
         step_image=step_image,
         namespace=namespace,
@@ -153,6 +191,7 @@ def compile_command(
         ttl_seconds=ttl,
         deadline_seconds=deadline,
         category_deadline_seconds=category_deadline,
+        template_ref=template_ref,
     )
     writes_files = output != "-" and not validate_only and check_dir is None
     if writes_files and Path(output).exists() and not Path(output).is_dir():

@@ -8,21 +8,25 @@ applied, so running `install` again converges.
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
 
 from nvcre_argo import contract
+from nvcre_argo.api.spec import TargetSpec
 from nvcre_argo.cli.catalog import catalog_dir_option, open_catalog
 from nvcre_argo.cli.cluster import kubeconfig_option, open_cluster
 from nvcre_argo.cli.inputs import check_namespace, require_non_empty
 from nvcre_argo.cli.watch import check_bind_address
+from nvcre_argo.cli.workflow_options import installed_placement_options, step_placement
 from nvcre_argo.kube.client import ApiError, KubeClient
 from nvcre_argo.kube.resources import BY_KIND, Resource
 from nvcre_argo.render.catalog_templates import build_catalog_templates
 from nvcre_argo.render.install import InstallSettings, build_install_manifests
 from nvcre_argo.render.install_objects import DEFAULT_BIND_ADDRESS
+from nvcre_argo.render.step_placement import StepPlacement, placement_spec
 from nvcre_argo.yamlio import dump_yaml_documents
 
 FIELD_MANAGER = "nvcre-argo-install"
@@ -35,14 +39,22 @@ NO_WATCH_NAMESPACE = (
 )
 
 
-def install_manifests(settings: InstallSettings, *, catalog_dirs: tuple[Path, ...]) -> list[dict[str, Any]]:
-    """The install objects, then the catalog's WorkflowTemplates in every watched namespace."""
+def install_manifests(
+    settings: InstallSettings, *, catalog_dirs: tuple[Path, ...], placement: StepPlacement | None = None
+) -> list[dict[str, Any]]:
+    """The install objects, then the catalog's WorkflowTemplates in every watched namespace.
+
+    `placement` places the step pods of every template (a system pool's selector and tolerations, a priority
+    class, pull secrets): what a certification compiled with `--template-ref` cannot carry itself. The
+    templates know no target, so nothing keeps their step pods off the nodes under test but this placement."""
     manifests = build_install_manifests(settings)
     templates = build_catalog_templates(open_catalog(catalog_dirs), step_image=settings.image).values()
+    installed = placement_spec(replace(placement, avoid_target=False), TargetSpec()) if placement else {}
     for namespace in settings.watch_namespaces:
         for template in templates:
             placed = copy.deepcopy(template)
             placed["metadata"]["namespace"] = namespace
+            placed["spec"] |= copy.deepcopy(installed)
             manifests.append(placed)
     return manifests
 
@@ -90,6 +102,11 @@ def _apply(kube: KubeClient, manifest: dict[str, Any]) -> str:
     help="Watcher and step image.",
 )
 @click.option("--no-submit", is_flag=True, help="Do not let the watcher create Workflows (GitOps/argo submit only).")
+@click.option(
+    "--template-ref",
+    is_flag=True,
+    help="For Argo's templateReferencing: Strict: the watcher submits Workflows that reference nvcre-certification.",
+)
 @click.option("--pdb", is_flag=True, help="Two watcher replicas per namespace behind a PodDisruptionBudget.")
 @click.option(
     "--watcher-bind-address",
@@ -99,6 +116,7 @@ def _apply(kube: KubeClient, manifest: dict[str, Any]) -> str:
     help="IP the watcher's metrics and health servers listen on (`::` on IPv6 clusters).",
 )
 @click.option("--print", "print_only", is_flag=True, help="Print the manifests instead of applying them.")
+@installed_placement_options
 @catalog_dir_option
 @kubeconfig_option
 def install_command(
@@ -106,11 +124,13 @@ def install_command(
     watch_namespaces: tuple[str, ...],
     image: str,
     no_submit: bool,
+    template_ref: bool,
     pdb: bool,
     watcher_bind_address: str,
     print_only: bool,
     catalog_dirs: tuple[Path, ...],
     kubeconfig: str | None,
+    **placement: Any,
 ) -> None:
     """Install nvcre-argo into a cluster (server-side apply), or print what would be applied."""
     if not watch_namespaces:
@@ -120,10 +140,11 @@ def install_command(
         image=image,
         watch_namespaces=watch_namespaces,
         submit=not no_submit,
+        template_ref=template_ref,
         pdb=pdb,
         bind_address=watcher_bind_address,
     )
-    manifests = install_manifests(settings, catalog_dirs=catalog_dirs)
+    manifests = install_manifests(settings, catalog_dirs=catalog_dirs, placement=step_placement(**placement))
     if print_only:
         click.echo(dump_yaml_documents(manifests), nl=False)
         return

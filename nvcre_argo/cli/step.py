@@ -13,7 +13,7 @@ import os
 import signal
 from pathlib import Path
 from types import FrameType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 
@@ -21,8 +21,10 @@ from nvcre_argo import contract
 from nvcre_argo.kube.client import KubeClient, connect
 from nvcre_argo.plan.model import PlanError
 from nvcre_argo.resolve.values import gpu_values
+from nvcre_argo.steps.category_manifest import CategoryManifestError, select_category_workflow
 from nvcre_argo.steps.children import Parent, follow_child, stop_children, stop_if_parent_stopping
 from nvcre_argo.steps.cleanup import cleanup_step
+from nvcre_argo.steps.concurrency import publish_concurrency
 from nvcre_argo.steps.context import StepContext, parse_category
 from nvcre_argo.steps.deadline import set_category_deadline
 from nvcre_argo.steps.diagnosing import plan_round_step
@@ -37,7 +39,7 @@ from nvcre_argo.steps.measurements import measure_log
 from nvcre_argo.steps.planning import load_plan, plan_step
 from nvcre_argo.steps.recording import read_group_results, record_step
 from nvcre_argo.steps.running import RunSettings, run_group
-from nvcre_argo.steps.verdict import parse_statuses
+from nvcre_argo.steps.verdict import parse_statuses, verdict_from_outputs
 from nvcre_argo.yamlio import load_yaml_mapping
 
 
@@ -98,6 +100,9 @@ def plan_command(ctx: click.Context) -> None:
     except PlanError as error:
         click.echo(f"error: {error}", err=True)
         raise SystemExit(1) from None
+    limit = publish_concurrency(kube, context, plan)
+    if context.category.options.max_concurrent:
+        click.echo(f"at most {limit} group(s) at once (maxConcurrent)")
     set_category_deadline(kube, context, plan, report=click.echo)
     _write_output(contract.GROUPS_FILE, json.dumps(plan.withparam_items(overflow=False)))
     _write_output(contract.OVERFLOW_GROUPS_FILE, json.dumps(plan.withparam_items(overflow=True)))
@@ -198,13 +203,27 @@ def _raise_terminated(signum: int, frame: FrameType | None) -> None:
     raise _TerminatedError
 
 
+def _category_to_start(parent: Parent) -> tuple[dict[str, Any], str]:
+    """The compiled manifest this step embeds, or (certification WorkflowTemplate) its step's share of the
+    `categories` parameter; the step name is written at once, for the template's verdict."""
+    if contract.ENV_CATEGORY_WORKFLOW in os.environ:
+        key = _require(contract.ENV_CATEGORY_KEY)
+        return load_yaml_mapping(_require(contract.ENV_CATEGORY_WORKFLOW), contract.ENV_CATEGORY_WORKFLOW), key
+    step = _require(contract.ENV_CATEGORY_STEP)
+    _write_output(contract.CATEGORY_STEP_FILE, step)
+    try:
+        chosen = select_category_workflow(_require(contract.ENV_CATEGORY_WORKFLOWS), step, parent_name=parent.name)
+    except CategoryManifestError as error:
+        _fail_with(str(error))
+    return chosen.manifest, chosen.key
+
+
 @step_group.command("category")
 @click.pass_context
 def category_command(ctx: click.Context) -> None:
     """Start one category's Workflow (once), follow it to its end, and stop it when this Workflow stops."""
     parent = _parent()
-    key = _require(contract.ENV_CATEGORY_KEY)
-    manifest = load_yaml_mapping(_require(contract.ENV_CATEGORY_WORKFLOW), contract.ENV_CATEGORY_WORKFLOW)
+    manifest, key = _category_to_start(parent)
     kube = _kube(ctx)
     signal.signal(signal.SIGTERM, _raise_terminated)
     try:
@@ -234,7 +253,12 @@ def stop_categories_command(ctx: click.Context) -> None:
 @step_group.command("verdict")
 def verdict_command() -> None:
     """Exit 1 when any category step of the certification Workflow did not succeed."""
-    verdict = parse_statuses(os.environ.get(contract.ENV_STATUSES, ""))
+    if contract.ENV_CATEGORY_STEPS in os.environ:
+        verdict = verdict_from_outputs(
+            os.environ[contract.ENV_CATEGORY_STEPS], os.environ.get(contract.ENV_CATEGORY_OUTPUTS, "")
+        )
+    else:
+        verdict = parse_statuses(os.environ.get(contract.ENV_STATUSES, ""))
     click.echo(verdict.summary())
     if not verdict.passed:
         _fail_with(verdict.summary().splitlines()[-1])

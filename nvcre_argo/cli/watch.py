@@ -45,6 +45,11 @@ def check_bind_address(_ctx: click.Context, _param: click.Parameter, value: str)
     callback=require_non_empty,
     help="With --submit.",
 )
+@click.option(
+    "--template-ref",
+    is_flag=True,
+    help="With --submit: compile as nvcre-compile --template-ref does, for Argo's templateReferencing: Strict.",
+)
 @catalog_dir_option
 @click.option("--kubeconfig", envvar="KUBECONFIG", default=None, help="Outside a cluster: the kubeconfig.")
 @click.option("--metrics-port", type=int, default=8080, show_default=True, help="0 disables /metrics.")
@@ -76,6 +81,7 @@ def watch_command(
     namespace: str | None,
     all_namespaces: bool,
     submit: bool,
+    template_ref: bool,
     step_image: str,
     catalog_dirs: tuple[Path, ...],
     kubeconfig: str | None,
@@ -98,7 +104,7 @@ def watch_command(
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    submit_settings = SubmitSettings(open_catalog(catalog_dirs), step_image) if submit else None
+    submit_settings = SubmitSettings(open_catalog(catalog_dirs), step_image, template_ref) if submit else None
     reconciler = Reconciler(kube, metrics=metrics, submit=submit_settings, identity=identity)
     watcher = Watcher(
         kube, reconciler, settings=LoopSettings(namespace, resync_seconds=resync_seconds), metrics=metrics, stop=stop

@@ -77,9 +77,10 @@ def _duration(_ctx: click.Context, _param: click.Parameter, value: str | None) -
     return duration_seconds(value)
 
 
-def step_placement_options(function: F) -> F:
+def step_placement_options(function: F, *, on_target: bool = True) -> F:
     """`--step-node-selector`, `--step-toleration`, `--step-priority-class`, `--step-image-pull-secret`,
-    `--steps-on-target`; the command receives them as keyword arguments for :func:`step_placement`."""
+    `--steps-on-target` (unless `on_target` is False: `install` knows no target); the command receives them as
+    keyword arguments for :func:`step_placement`."""
     decorators = [
         click.option(
             "--step-node-selector",
@@ -103,12 +104,15 @@ def step_placement_options(function: F) -> F:
             metavar="NAME",
             help="Secret to pull the step image with (repeatable).",
         ),
-        click.option(
-            "--steps-on-target",
-            is_flag=True,
-            help="Allow step pods onto the nodes under test (by default they avoid the target).",
-        ),
     ]
+    if on_target:
+        decorators.append(
+            click.option(
+                "--steps-on-target",
+                is_flag=True,
+                help="Allow step pods onto the nodes under test (by default they avoid the target).",
+            )
+        )
     for decorator in reversed(decorators):
         function = decorator(function)
     return function
@@ -120,7 +124,7 @@ def step_placement(
     step_toleration: tuple[Toleration, ...],
     step_priority_class: str | None,
     step_image_pull_secret: tuple[str, ...],
-    steps_on_target: bool,
+    steps_on_target: bool = False,
 ) -> StepPlacement:
     return StepPlacement(
         node_selector=step_node_selector,
@@ -129,6 +133,11 @@ def step_placement(
         image_pull_secrets=step_image_pull_secret,
         avoid_target=not steps_on_target,
     )
+
+
+def installed_placement_options(function: F) -> F:
+    """The step placement options of `install`: the same, but no `--steps-on-target` (no target is known)."""
+    return step_placement_options(function, on_target=False)
 
 
 def lifetime_options(function: F) -> F:

@@ -52,6 +52,8 @@ class SubmitSettings:
 
     catalog: Catalog
     step_image: str
+    # Compile for Argo's templateReferencing: Strict (`nvcre-compile --template-ref`).
+    template_ref: bool = False
 
 
 def relevant_workflows(
@@ -231,6 +233,7 @@ class Reconciler:
                     namespace=metadata["namespace"],
                     name=submitted_workflow_name(metadata["name"], metadata["uid"]),
                     owner_references=[owner],
+                    template_ref=self._submit.template_ref,
                 ),
             )
         except (CompileError, InvalidDocumentError) as error:

@@ -9,11 +9,13 @@ Communication entries also have a `diagnose` entrypoint (`testScale: diagnose`, 
 
 Every step is `nvcre-argo step <name>` in the package's own image, as a non-root user, reading the resolved
 category from the `category` parameter (JSON) through its environment, never through shell text. Group
-concurrency (`maxConcurrent`) is the child Workflow's `spec.parallelism`, set by the certification Workflow,
-because Argo's template-level parallelism is a fixed integer and this template is shared; `repeatCount` runs
-inside the run step, group by group. Why a WorkflowTemplate rather than a Workflow embedded in the
-certification Workflow: Argo resolves `{{...}}` in an embedded manifest and offers no escape (argo-workflows
-#12634), so the certification Workflow creates small Workflows that reference these templates instead.
+concurrency (`maxConcurrent`) is a semaphore on the run-group template whose limit the plan step writes into a
+ConfigMap named after the Workflow (see `steps.concurrency`): Argo's template-level parallelism is a fixed
+integer and this template is shared, and a Workflow's `spec.parallelism` is a field Argo's `templateReferencing:
+Strict` does not let a submitter set. `repeatCount` runs inside the run step, group by group. Why a
+WorkflowTemplate rather than a Workflow embedded in the certification Workflow: Argo resolves `{{...}}` in an
+embedded manifest and offers no escape (argo-workflows #12634), so the certification Workflow creates small
+Workflows that reference these templates instead.
 """
 
 from __future__ import annotations
@@ -31,11 +33,18 @@ from nvcre_argo.names import (
     LABEL_VARIANT,
     MANAGED_BY,
     ROLE_CATEGORY,
+    concurrency_configmap,
 )
 
 LABEL_VERSION = "nvcre.nvidia.com/version"
 STEP_RESOURCES = m.ResourceRequirements(
     requests={"cpu": "100m", "memory": "128Mi"}, limits={"cpu": "1", "memory": "512Mi"}
+)
+
+
+CATEGORY_PARAMETER_HELP = (
+    "Required, no default: the resolved category (JSON), its target included, so that nothing runs on nodes "
+    "nobody chose. A category Workflow of a certification compiled with nvcre-compile holds one to copy."
 )
 
 
@@ -90,6 +99,13 @@ def pod_security_context() -> m.PodSecurityContext:
     )
 
 
+def group_semaphore() -> m.Synchronization:
+    """At most `maxConcurrent` groups of one category Workflow run at once (Argo substitutes the name)."""
+    configmap = concurrency_configmap("{{workflow.name}}")
+    reference = m.ConfigMapKeySelector(name=configmap, key=contract.CONCURRENCY_KEY)
+    return m.Synchronization(semaphores=[m.SemaphoreRef(config_map_key_ref=reference)])
+
+
 def _diagnose_templates(step_image: str, retry_on_error: m.RetryStrategy, run_group: Container) -> None:
     """The isolation round loop: `plan-round` -> its groups -> `rounds` again, until plan-round says done.
 
@@ -133,11 +149,16 @@ def _diagnose_templates(step_image: str, retry_on_error: m.RetryStrategy, run_gr
 
 
 def build_category_template(
-    *, domain: str, variant: str, description: str, default_category: str, step_image: str, diagnose: bool = False
+    *, domain: str, variant: str, description: str, step_image: str, diagnose: bool = False
 ) -> dict[str, Any]:
-    """The WorkflowTemplate for one catalog entry; `default_category` is its resolved JSON for the UI.
-    `diagnose`: the entry supports `testScale: diagnose`, so the template also has the round loop (a
-    category Workflow compiled with it starts at the `diagnose` entrypoint)."""
+    """The WorkflowTemplate for one catalog entry. `diagnose`: the entry supports `testScale: diagnose`, so
+    the template also has the round loop (a category Workflow compiled with it starts at the `diagnose`
+    entrypoint).
+
+    The `category` parameter has no default: it holds the target, and a template submitted alone from the
+    UI with a default would certify every GPU node of the cluster, in the middle of whatever runs there.
+    Without a value Argo refuses the submission (`spec.arguments.category.value is required`) and its UI
+    form asks for one."""
     name = contract.category_template_name(domain, variant)
     retry_on_error = m.RetryStrategy(limit="2", retry_policy="OnError")
     with WorkflowTemplate(
@@ -164,8 +185,7 @@ def build_category_template(
         arguments=[
             Parameter(
                 name=contract.PARAM_CATEGORY,
-                value=default_category,
-                description="The resolved category (JSON), as compiled from a Certification.",
+                description=CATEGORY_PARAMETER_HELP,
             ),
             Parameter(
                 name=contract.PARAM_CERTIFICATION,
@@ -194,6 +214,7 @@ def build_category_template(
             step_image,
             ["run"],
             retry_strategy=retry_on_error,
+            synchronization=group_semaphore(),
             inputs=[Parameter(name="group")],
             env=_step_env(m.EnvVar(name=contract.ENV_GROUP, value="{{inputs.parameters.group}}")),
             # Shown per group in the Argo UI. Defaults: a step that failed before writing them is not an Error.

@@ -100,13 +100,16 @@ def _category_labels(certification: str, category: ResolvedCategory) -> dict[str
 
 
 def category_workflow_manifest(
-    target: WorkflowTarget, category: ResolvedCategory, *, arguments: str, of: int
+    target: WorkflowTarget, category: ResolvedCategory, *, arguments: str, of: int, template_ref: bool = False
 ) -> dict[str, Any]:
     """The category's Workflow, created by the certification Workflow's step (named after its parent).
 
     `podSpecPatch` sets the step image on every step container (Argo names it `main`), so `--step-image`
     reaches the steps too, whatever image the installed WorkflowTemplate was generated with; the step pods'
-    placement is the certification Workflow's."""
+    placement is the certification Workflow's. `template_ref`: the shape Argo's `templateReferencing: Strict`
+    accepts (see `render.template_ref`): no pod spec fields at all, so the image and placement are the installed
+    templates'; and no `{{workflow.name}}`, since it travels in a parameter Argo does not substitute into, so
+    the category step names it after its Workflow (`steps.category_manifest`)."""
     certification, step_image = target.certification, target.step_image
     spec: dict[str, Any] = {
         "workflowTemplateRef": {"name": contract.category_template_name(category.domain, category.variant)},
@@ -116,28 +119,28 @@ def category_workflow_manifest(
                 {"name": contract.PARAM_CERTIFICATION, "value": certification},
             ]
         },
-        "podSpecPatch": json.dumps({"containers": [{"name": "main", "image": step_image}]}, separators=(",", ":")),
     }
+    if not template_ref:
+        spec["podSpecPatch"] = json.dumps(
+            {"containers": [{"name": "main", "image": step_image}]}, separators=(",", ":")
+        )
     if is_diagnose(category):
         spec["entrypoint"] = contract.TEMPLATE_DIAGNOSE
-    if category.options.max_concurrent:
-        spec["parallelism"] = category.options.max_concurrent
     if target.category_deadline_seconds:
         spec["activeDeadlineSeconds"] = target.category_deadline_seconds
-    spec |= target.placement
-    return {
-        "apiVersion": "argoproj.io/v1alpha1",
-        "kind": "Workflow",
-        "metadata": {
+    if not template_ref:
+        spec |= target.placement
+    title = f"{category.index + 1}/{of} {category.variant}"
+    metadata: dict[str, Any] = (
+        {"labels": _category_labels(certification, category), "annotations": {TITLE: title}}
+        if template_ref
+        else {
             "name": f"{{{{workflow.name}}}}-{category.index}",
             "labels": _category_labels(certification, category),
-            "annotations": {
-                TITLE: f"{category.index + 1}/{of} {category.variant}",
-                DESCRIPTION: "{{workflow.name}}",
-            },
-        },
-        "spec": spec,
-    }
+            "annotations": {TITLE: title, DESCRIPTION: "{{workflow.name}}"},
+        }
+    )
+    return {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "metadata": metadata, "spec": spec}
 
 
 def _parent_env(target: WorkflowTarget) -> list[m.EnvVar]:
@@ -150,7 +153,7 @@ def _parent_env(target: WorkflowTarget) -> list[m.EnvVar]:
     ]
 
 
-def _parent_step(name: str, target: WorkflowTarget, args: list[str], **kwargs: Any) -> Container:
+def parent_step(name: str, target: WorkflowTarget, args: list[str], **kwargs: Any) -> Container:
     env = [*_parent_env(target), *kwargs.pop("env", [])]
     return Container(
         name=name,
@@ -165,7 +168,7 @@ def _parent_step(name: str, target: WorkflowTarget, args: list[str], **kwargs: A
     )
 
 
-def _output(name: str, path: str, default: str) -> Parameter:
+def step_output(name: str, path: str, default: str) -> Parameter:
     # A default keeps Argo from turning a step that failed before writing its outputs into an Error.
     return Parameter(name=name, value_from=m.ValueFrom(path=path, default=default))
 
@@ -173,7 +176,7 @@ def _output(name: str, path: str, default: str) -> Parameter:
 def _category_step(target: WorkflowTarget, category: ResolvedCategory, argument: str, of: int) -> Container:
     """The step that starts, follows (and if need be stops) one category's Workflow."""
     manifest = category_workflow_manifest(target, category, arguments=argument, of=of)
-    return _parent_step(
+    return parent_step(
         f"category-{category.index}",
         target,
         ["category"],
@@ -185,9 +188,9 @@ def _category_step(target: WorkflowTarget, category: ResolvedCategory, argument:
         retry_strategy=m.RetryStrategy(limit="3", retry_policy="OnError"),
         metrics=_category_metrics(target.certification, category),
         outputs=[
-            _output(contract.OUTPUT_CATEGORY_WORKFLOW, contract.CATEGORY_WORKFLOW_FILE, ""),
-            _output(contract.OUTPUT_VERDICT, contract.VERDICT_FILE, "Unknown"),
-            _output(contract.OUTPUT_FAILED_NODE_COUNT, contract.FAILED_NODE_COUNT_FILE, ""),
+            step_output(contract.OUTPUT_CATEGORY_WORKFLOW, contract.CATEGORY_WORKFLOW_FILE, ""),
+            step_output(contract.OUTPUT_VERDICT, contract.VERDICT_FILE, "Unknown"),
+            step_output(contract.OUTPUT_FAILED_NODE_COUNT, contract.FAILED_NODE_COUNT_FILE, ""),
         ],
     )
 
@@ -232,24 +235,6 @@ def build_certification_workflow(
     """The parent Workflow for a resolved Certification (categories in spec order); `arguments` are their
     `category_arguments`, computed once by the caller."""
     names = category_step_names([(category.domain, category.variant) for category in categories])
-    metadata: dict[str, Any] = {
-        "labels": {
-            LABEL_MANAGED_BY: MANAGED_BY,
-            LABEL_CERTIFICATION: target.certification,
-            LABEL_ROLE: ROLE_PARENT,
-            LABEL_VERSION: __version__,
-        },
-        # No title: Argo's list then shows the name, `<certification>-<run>`, with the category count below.
-        "annotations": {DESCRIPTION: f"{len(categories)} categories"},
-    }
-    if target.name:
-        metadata["name"] = target.name
-    else:
-        metadata["generate_name"] = certification_workflow_prefix(target.certification)
-    if target.namespace:
-        metadata["namespace"] = target.namespace
-    if target.owner_references:
-        metadata["owner_references"] = [m.OwnerReference(**reference) for reference in target.owner_references]
     synchronization = m.Synchronization(mutexes=[m.Mutex(name=target.lock)]) if target.lock else None
     with Workflow(
         entrypoint=contract.TEMPLATE_CERTIFICATION,
@@ -259,14 +244,13 @@ def build_certification_workflow(
         pod_gc=pod_gc(),
         synchronization=synchronization,
         volumes=[m.Volume(name="scratch", empty_dir=m.EmptyDirVolumeSource())],
-        **metadata,
     ) as workflow:
         followers = [
             _category_step(target, category, argument, len(categories))
             for category, argument in zip(categories, arguments, strict=True)
         ]
-        _parent_step(contract.TEMPLATE_STOP_CATEGORIES, target, ["stop-categories"])
-        verdict = _parent_step(
+        parent_step(contract.TEMPLATE_STOP_CATEGORIES, target, ["stop-categories"])
+        verdict = parent_step(
             contract.TEMPLATE_VERDICT,
             target,
             ["verdict"],
@@ -280,11 +264,36 @@ def build_certification_workflow(
             statuses = ",".join(f"{name}={{{{steps.{name}.status}}}}" for name in names)
             verdict(name=contract.TEMPLATE_VERDICT, arguments=[Parameter(name="statuses", value=statuses)])
     result: dict[str, Any] = workflow.to_dict()
-    result["spec"] |= _lifetime_spec(target) | dict(target.placement)
+    result["metadata"] = certification_metadata(target, len(categories))
+    result["spec"] |= lifetime_spec(target) | dict(target.placement)
     return result
 
 
-def _lifetime_spec(target: WorkflowTarget) -> dict[str, Any]:
+def certification_metadata(target: WorkflowTarget, count: int) -> dict[str, Any]:
+    """The certification Workflow's metadata (both shapes): the labels the watcher selects it by."""
+    metadata: dict[str, Any] = {
+        "labels": {
+            LABEL_MANAGED_BY: MANAGED_BY,
+            LABEL_CERTIFICATION: target.certification,
+            LABEL_ROLE: ROLE_PARENT,
+            LABEL_VERSION: __version__,
+        },
+        # No title: Argo's list then shows the name, `<certification>-<run>`, with the category count below.
+        "annotations": {DESCRIPTION: f"{count} categories"},
+    }
+    if target.name:
+        metadata["name"] = target.name
+    else:
+        metadata["generateName"] = certification_workflow_prefix(target.certification)
+    if target.namespace:
+        metadata["namespace"] = target.namespace
+    if target.owner_references:
+        metadata["ownerReferences"] = [dict(sorted(reference.items())) for reference in target.owner_references]
+    # In Hera's (alphabetical) order, so the committed output of either shape reads the same.
+    return dict(sorted(metadata.items()))
+
+
+def lifetime_spec(target: WorkflowTarget) -> dict[str, Any]:
     spec: dict[str, Any] = {}
     if target.deadline_seconds:
         spec["activeDeadlineSeconds"] = target.deadline_seconds

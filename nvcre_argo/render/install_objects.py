@@ -40,6 +40,8 @@ class InstallSettings:
     watch_namespaces: tuple[str, ...]
     submit: bool = True
     pdb: bool = False
+    # The watcher compiles what it submits for Argo's templateReferencing: Strict (render.template_ref).
+    template_ref: bool = False
     bind_address: str = DEFAULT_BIND_ADDRESS
 
     def __post_init__(self) -> None:

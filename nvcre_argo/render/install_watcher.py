@@ -48,6 +48,8 @@ def watcher_args(settings: InstallSettings, watch_namespace: str) -> list[str]:
     args = ["watch", f"--namespace={watch_namespace}"]
     if settings.submit:
         args.append("--submit")
+        if settings.template_ref:
+            args.append("--template-ref")
     return [
         *args,
         f"--metrics-port={METRICS_PORT}",

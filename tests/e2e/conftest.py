@@ -28,8 +28,12 @@ from tests.sim.cluster import ArgoRelease, SimCluster, gpu_nodes
 HERE = Path(__file__).resolve().parent
 NODE_COUNT = 8
 # Cluster shapes by name: the default serves most tests; fault isolation needs more nodes in more cliques.
-SHAPES = {"default": (NODE_COUNT, 4), "isolation": (32, 8)}  # (GPU nodes, nodes per NVLink clique)
+SHAPES = {"default": (NODE_COUNT, 4), "isolation": (32, 8), "strict": (NODE_COUNT, 4)}  # (GPU nodes, per clique)
+# Shapes whose Argo controller runs with extra configuration: "strict" is a hardened controller that runs only
+# Workflows referencing a WorkflowTemplate, with nothing but Argo's allowed overrides.
+ARGO_CONFIG = {"strict": {"workflowRestrictions": "templateReferencing: Strict\n"}}
 ISOLATION_FIXTURE = "isolation_sim"
+STRICT_FIXTURE = "strict_sim"
 SHARED_RUN_FIXTURE = "seed_example_run"
 CLUSTER_MARKER = "argo_release"  # `pytest.mark.argo_release("v4")`: the module runs on another Argo line
 
@@ -51,16 +55,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.path.is_relative_to(HERE):
             item.add_marker(pytest.mark.e2e)
-    # Tests on the default cluster first, then on Argo v4, then on the larger cluster: the session starts each
-    # cluster once, and the runs shared between modules are made once.
-    # Within the default cluster the modules reading a shared run come first and together, while the run's
-    # step pods (kept ten minutes by podGC) still have their logs.
+    # Tests on the default cluster first, then on Argo v4, then on the strict and the larger cluster: the
+    # session starts each cluster once, and the runs shared between modules are made once. Within the default
+    # cluster the modules reading a shared run come first and together, while the run's step pods (kept ten
+    # minutes by podGC) still have their logs.
     sharing = {item.path for item in items if SHARED_RUN_FIXTURE in getattr(item, "fixturenames", ())}
     items.sort(key=lambda item: (_cluster_order(item), item.path not in sharing))
 
 
 def _cluster_order(item: pytest.Item) -> int:
-    if ISOLATION_FIXTURE in getattr(item, "fixturenames", ()):
+    fixtures = getattr(item, "fixturenames", ())
+    if ISOLATION_FIXTURE in fixtures:
+        return 3
+    if STRICT_FIXTURE in fixtures:
         return 2
     marker = item.get_closest_marker(CLUSTER_MARKER)
     return 1 if marker is not None and marker.args == ("v4",) else 0
@@ -73,7 +80,7 @@ def start_sim(argo: ArgoRelease, shape: str = "default") -> SimCluster:
     try:
         keep = bool(os.environ.get("NVCRE_SIM_KEEP"))
         nodes = gpu_nodes(count, per_clique=per_clique)
-        return SimCluster(nodes=nodes, argo=argo, keep_workdir=keep).start()
+        return SimCluster(nodes=nodes, argo=argo, keep_workdir=keep, argo_config=ARGO_CONFIG.get(shape)).start()
     except HarnessSetupError as exc:
         failure = f"{exc}; `{BUILD_COMMAND}` builds and downloads what the simulated cluster needs"
     except ControlPlaneError as exc:
@@ -140,6 +147,12 @@ def sim(clusters: Clusters) -> SimCluster:
 def isolation_sim(clusters: Clusters) -> SimCluster:
     """A larger simulated cluster (32 GPU nodes in 4 cliques of 8) with Argo v3.7, for fault isolation."""
     return clusters.get("v3", "isolation")
+
+
+@pytest.fixture
+def strict_sim(clusters: Clusters) -> SimCluster:
+    """The default cluster, its Argo v3.7 controller under `templateReferencing: Strict`."""
+    return clusters.get("v3", "strict")
 
 
 @pytest.fixture

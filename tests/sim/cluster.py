@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -193,10 +193,13 @@ class SimCluster:
         progress: Progress = stderr_progress,
         keep_workdir: bool = False,
         system_node_count: int = 1,
+        argo_config: Mapping[str, str] | None = None,
     ) -> None:
         self.gpu_node_count = len(nodes)
         self.nodes = list(nodes) + system_nodes(system_node_count)
         self.argo = argo
+        # Extra keys of Argo's controller ConfigMap, e.g. `workflowRestrictions` for a hardened controller.
+        self.argo_config = dict(argo_config or {})
         self.binaries = binaries or binary_dirs()
         self.progress = progress
         self.pinned = load_versions()
@@ -459,7 +462,9 @@ class SimCluster:
             with contextlib.suppress(ApiException):
                 core.create_namespaced_config_map(ARGO_NAMESPACE, {
                     "metadata": {"name": "workflow-controller-configmap"},
-                    "data": {"metricsConfig": "enabled: false\n", "telemetryConfig": "enabled: false\n"},
+                    "data": {
+                        "metricsConfig": "enabled: false\n", "telemetryConfig": "enabled: false\n", **self.argo_config,
+                    },
                 })  # fmt: skip
         kubeconfig = _controller_kubeconfig(self.plane, self.workdir / "argo-kubeconfig", ARGO_NAMESPACE)
         component = self._spawn("workflow-controller", [

@@ -242,6 +242,9 @@ def _step_exports(step: Mapping[str, Any], by_name: Mapping[str, Mapping[str, An
     }
     if "container" in target or "script" in target:
         exported.add(f"steps.{name}.outputs.result")
+    if "withParam" in step or "withItems" in step:
+        # A fan-out's aggregate (processAggregateNodeOutputs): a JSON list of its succeeded items' outputs.
+        exported.add(f"steps.{name}.outputs.parameters")
     return exported
 
 

@@ -41,6 +41,7 @@ from nvcre_argo.compiler import CompileOptions, compile_certifications
 from nvcre_argo.loading import LoadedCertification, load_certifications, parse_certification
 from nvcre_argo.names import category_step_names
 from nvcre_argo.render.certification_workflow import DEFAULT_LOCK, embedded_category_workflow
+from nvcre_argo.steps.context import parse_category
 from nvcre_argo.yamlio import dump_yaml
 from tests.support.argo_semantics import (
     Problem,
@@ -57,6 +58,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SEED_EXAMPLE = REPO_ROOT / "examples" / "gpu-cluster-cert.yaml"
 TEMPLATES_DIR = REPO_ROOT / "workflow_templates"
 TEMPLATE_FILES = sorted(TEMPLATES_DIR.glob("*.yaml"))
+CATEGORY_TEMPLATE_FILES = [path for path in TEMPLATE_FILES if path.stem != contract.CERTIFICATION_TEMPLATE]
 COMPILE_SCRIPT = Path(sys.executable).with_name("nvcre-compile")
 MIB = 1024 * 1024
 
@@ -435,11 +437,20 @@ def test_workload_labels_merge_global_then_category_then_the_queue_label() -> No
     assert second["workloadLabels"] == {"kai.scheduler/queue": "burn-in", KUEUE: "gpu-queue", "team": "infra"}
 
 
-def test_max_concurrent_becomes_the_category_workflow_parallelism() -> None:
+def test_max_concurrent_reaches_the_plan_step_in_the_category_argument_not_the_workflow_spec() -> None:
     manifests = category_manifests(compiled_case("max-concurrent"))
 
-    # global 4 inherited; per-category 2 wins; per-category 0 means unlimited, so no parallelism at all
-    assert [manifest["spec"].get("parallelism") for manifest in manifests] == [4, 2, None]
+    # The plan step sizes the group semaphore from the argument (steps.concurrency); Argo's strict template
+    # referencing would refuse a category Workflow setting spec.parallelism.
+    assert all("parallelism" not in manifest["spec"] for manifest in manifests)
+    arguments = [
+        parse_category(parameter["value"])
+        for manifest in manifests
+        for parameter in manifest["spec"]["arguments"]["parameters"]
+        if parameter["name"] == contract.PARAM_CATEGORY
+    ]
+    # global 4 inherited; per-category 2 wins; per-category 0 means unlimited
+    assert [category.options.max_concurrent for category in arguments] == [4, 2, 0]
 
 
 def test_without_max_concurrent_no_category_workflow_limits_parallelism() -> None:
@@ -485,9 +496,10 @@ def test_the_strict_schema_rejects_a_misspelled_field_in_a_compiled_workflow(arg
     assert "retryPolcy" in errors[0]
 
 
-def test_workflow_templates_holds_exactly_one_template_per_catalog_entry() -> None:
-    assert len(TEMPLATE_FILES) == len(ENTRY_KEYS)
-    assert {path.stem for path in TEMPLATE_FILES} == {f"nvcre-{key.replace('/', '-')}" for key in ENTRY_KEYS}
+def test_workflow_templates_holds_one_template_per_catalog_entry_and_the_certification_template() -> None:
+    assert len(TEMPLATE_FILES) == len(ENTRY_KEYS) + 1
+    assert {path.stem for path in CATEGORY_TEMPLATE_FILES} == {f"nvcre-{key.replace('/', '-')}" for key in ENTRY_KEYS}
+    assert (TEMPLATES_DIR / f"{contract.CERTIFICATION_TEMPLATE}.yaml") in TEMPLATE_FILES
 
 
 # ------------------------------------------------------------------------------------------------- Argo semantics
@@ -539,7 +551,7 @@ def test_every_committed_workflow_template_is_valid_for_argo(path: Path) -> None
 # Overflow groups borrow nodes, so they run in a second fan-out after the regular groups.
 def test_the_overflow_groups_the_plan_step_writes_are_run() -> None:
     overflow = f"{{{{steps.{contract.TEMPLATE_PLAN}.outputs.parameters.{contract.OUTPUT_OVERFLOW_GROUPS}}}}}"
-    for path in TEMPLATE_FILES:
+    for path in CATEGORY_TEMPLATE_FILES:
         document = yaml.safe_load(path.read_text(encoding="utf-8"))
         steps = templates_by_name(document)[contract.TEMPLATE_CATEGORY]["steps"]
 

@@ -1,0 +1,132 @@
+"""The seed example under a hardened Argo: the controller runs with `templateReferencing: Strict`.
+
+Such a controller refuses any Workflow that does not reference a WorkflowTemplate, and any that sets a spec
+field outside Argo's allowed overrides. Compiled with `nvcre-compile --template-ref`, the certification
+Workflow references the installed `nvcre-certification` template and its category Workflows carry only
+arguments, so the whole certification runs; `maxConcurrent` (no longer `spec.parallelism`, which such a
+controller refuses) still holds, through the group semaphore the plan step sizes. The default shape is
+refused by the same controller, which shows the restriction is really on.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client as k8s
+
+from nvcre_argo import contract
+from tests.harness.namespaces import namespace_for_test
+from tests.harness.versions import REPO_ROOT
+from tests.sim import scenario
+from tests.sim.cluster import SimCluster
+
+RUN_TIMEOUT_S = 600
+GPU_NODES = [f"gpu-node-{index}" for index in range(1, 9)]
+MAX_CONCURRENT = 2
+REFUSED = "workflows must use workflowTemplateRef to be executed when the controller is in reference mode"
+
+
+def _compile(certification: dict[str, Any], *options: str) -> dict[str, Any]:
+    """`nvcre-compile - --format json OPTIONS...`, from the repository the test runs in."""
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "nvcre-compile"), "-", "--format", "json", *options],
+        input=yaml.safe_dump(certification),
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    workflow: dict[str, Any] = json.loads(proc.stdout)
+    return workflow
+
+
+def _time(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
+
+
+def most_at_once(nodes: list[dict[str, Any]]) -> int:
+    """The most nodes running at one instant, from their start and finish times (a node that finishes in
+    the second another starts does not overlap it: Argo's times are whole seconds)."""
+    events = sorted(
+        [(_time(node["startedAt"]), 1) for node in nodes] + [(_time(node["finishedAt"]), -1) for node in nodes],
+        key=lambda event: (event[0], event[1]),  # finishes before starts within one second
+    )
+    running = most = 0
+    for _, change in events:
+        running += change
+        most = max(most, running)
+    return most
+
+
+def test_the_seed_example_passes_under_strict_template_referencing_with_max_concurrent_honoured(
+    strict_sim: SimCluster, request: Any
+) -> None:
+    with strict_sim.api_client() as api, namespace_for_test(api, request.node.nodeid) as namespace:
+        _run(strict_sim, api, namespace)
+
+
+def _run(sim: SimCluster, api: k8s.ApiClient, namespace: str) -> None:
+    scenario.install(sim.kubeconfig, namespace, submit=False)
+    certification = scenario.example_certification(namespace)
+    # Four groups of two nodes, at most two at once: the semaphore has something to hold back.
+    certification["spec"]["categories"][0]["options"] = {"nodesPerJob": 2, "maxConcurrent": MAX_CONCURRENT}
+
+    # The default shape is refused outright by this controller (checked, and deleted, before the Certification
+    # exists, so the watcher never reports on it).
+    refused = scenario.submit(api, _compile(certification, "--name", "gpu-cluster-cert-default"))
+    assert scenario.wait_workflow_done(api, namespace, refused, timeout_s=60) == "Error"
+    assert REFUSED in (scenario.get_workflow(api, namespace, refused) or {})["status"]["message"]
+    k8s.CustomObjectsApi(api).delete_namespaced_custom_object(*scenario.ARGO, namespace, "workflows", refused)
+    scenario.apply_certification(api, certification)
+
+    workflow = _compile(certification, "--template-ref")
+    assert workflow["spec"]["workflowTemplateRef"] == {"name": contract.CERTIFICATION_TEMPLATE}
+    parent = scenario.submit(api, workflow)
+
+    assert scenario.wait_workflow_done(api, namespace, parent, timeout_s=RUN_TIMEOUT_S) == "Succeeded", (
+        scenario.workflow_tree(api, namespace)
+    )
+    children = sorted(
+        scenario.workflows(api, namespace, "nvcre.nvidia.com/role=category"),
+        key=lambda child: int(child["metadata"]["labels"]["nvcre.nvidia.com/category-index"]),
+    )
+    assert [(c["metadata"]["name"], c["status"]["phase"]) for c in children] == [
+        (f"{parent}-0", "Succeeded"),
+        (f"{parent}-1", "Succeeded"),
+    ]
+    # Spec order, one after the other: the second category started after the first ended.
+    assert _time(children[1]["status"]["startedAt"]) >= _time(children[0]["status"]["finishedAt"])
+    for child in children:
+        assert "podSpecPatch" not in child["spec"], child["spec"]
+        assert "parallelism" not in child["spec"], child["spec"]
+
+    nccl = children[0]
+    groups = [
+        node
+        for node in nccl["status"]["nodes"].values()
+        if node.get("type") == "Pod" and node.get("templateName") == contract.TEMPLATE_RUN_GROUP
+    ]
+    assert len(groups) == 4, scenario.workflow_tree(api, namespace)
+    assert most_at_once(groups) <= MAX_CONCURRENT, [(g["displayName"], g["startedAt"], g["finishedAt"]) for g in groups]
+    plan_log = scenario.step_log(api, namespace, nccl["metadata"]["name"], "plan")
+    assert "4 group(s)" in plan_log, plan_log
+    assert f"at most {MAX_CONCURRENT} group(s) at once" in plan_log, plan_log
+
+    found = scenario.wait_certification_result(api, namespace, "gpu-cluster-cert", timeout_s=120)
+    status = found["status"]
+    assert status["result"] == "PASSED", json.dumps(status, indent=1)
+    assert status["passed"] == "2/2"
+    for category in status["categoryStatuses"]:
+        assert category["workflowRef"]["name"].startswith(parent), category
+        nodes = scenario.category_nodes(api, namespace, category)
+        assert nodes.failed == {}, category
+        assert nodes.succeeded == GPU_NODES, category
+    assert scenario.unfinished_trainjobs(api, namespace) == []
