@@ -11,18 +11,13 @@ refused by the same controller, which shows the restriction is really on.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-import yaml
 from kubernetes import client as k8s
 
 from nvcre_argo import contract
 from tests.harness.namespaces import namespace_for_test
-from tests.harness.versions import REPO_ROOT
 from tests.sim import scenario
 from tests.sim.cluster import SimCluster
 
@@ -30,22 +25,6 @@ RUN_TIMEOUT_S = 600
 GPU_NODES = [f"gpu-node-{index}" for index in range(1, 9)]
 MAX_CONCURRENT = 2
 REFUSED = "workflows must use workflowTemplateRef to be executed when the controller is in reference mode"
-
-
-def _compile(certification: dict[str, Any], *options: str) -> dict[str, Any]:
-    """`nvcre-compile - --format json OPTIONS...`, from the repository the test runs in."""
-    proc = subprocess.run(
-        [str(Path(sys.executable).parent / "nvcre-compile"), "-", "--format", "json", *options],
-        input=yaml.safe_dump(certification),
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    workflow: dict[str, Any] = json.loads(proc.stdout)
-    return workflow
 
 
 def _time(text: str) -> datetime:
@@ -81,13 +60,15 @@ def _run(sim: SimCluster, api: k8s.ApiClient, namespace: str) -> None:
 
     # The default shape is refused outright by this controller (checked, and deleted, before the Certification
     # exists, so the watcher never reports on it).
-    refused = scenario.submit(api, _compile(certification, "--name", "gpu-cluster-cert-default"))
+    refused = scenario.submit(
+        api, scenario.compile_workflow(sim.kubeconfig, certification, options=["--name", "gpu-cluster-cert-default"])
+    )
     assert scenario.wait_workflow_done(api, namespace, refused, timeout_s=60) == "Error"
     assert REFUSED in (scenario.get_workflow(api, namespace, refused) or {})["status"]["message"]
     k8s.CustomObjectsApi(api).delete_namespaced_custom_object(*scenario.ARGO, namespace, "workflows", refused)
     scenario.apply_certification(api, certification)
 
-    workflow = _compile(certification, "--template-ref")
+    workflow = scenario.compile_workflow(sim.kubeconfig, certification, options=["--template-ref"])
     assert workflow["spec"]["workflowTemplateRef"] == {"name": contract.CERTIFICATION_TEMPLATE}
     parent = scenario.submit(api, workflow)
 

@@ -93,11 +93,13 @@ def apply_certification(api: k8s.ApiClient, certification: dict[str, Any]) -> di
     return created
 
 
-def compile_workflow(kubeconfig: Path, certification: dict[str, Any], catalogs: Sequence[Path] = ()) -> dict[str, Any]:
-    """``nvcre-compile cert.yaml [--catalog DIR ...]`` → the certification Workflow (one YAML document)."""
+def compile_workflow(
+    kubeconfig: Path, certification: dict[str, Any], catalogs: Sequence[Path] = (), options: Sequence[str] = ()
+) -> dict[str, Any]:
+    """``nvcre-compile cert.yaml [--catalog DIR ...] [OPTIONS]`` → the certification Workflow (one document)."""
     catalog_args = [arg for directory in catalogs for arg in ("--catalog", str(directory))]
     proc = subprocess.run(
-        [str(Path(sys.executable).parent / "nvcre-compile"), "-", "--format", "json", *catalog_args],
+        [str(Path(sys.executable).parent / "nvcre-compile"), "-", "--format", "json", *catalog_args, *options],
         input=yaml.safe_dump(certification),
         capture_output=True,
         text=True,
