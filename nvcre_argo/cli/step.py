@@ -22,7 +22,13 @@ from nvcre_argo.kube.client import KubeClient, connect
 from nvcre_argo.plan.model import PlanError
 from nvcre_argo.resolve.values import gpu_values
 from nvcre_argo.steps.category_manifest import CategoryManifestError, select_category_workflow
-from nvcre_argo.steps.children import Parent, follow_child, stop_children, stop_if_parent_stopping
+from nvcre_argo.steps.children import (
+    Parent,
+    category_children,
+    follow_child,
+    stop_children,
+    stop_if_parent_stopping,
+)
 from nvcre_argo.steps.cleanup import cleanup_step
 from nvcre_argo.steps.concurrency import publish_concurrency
 from nvcre_argo.steps.context import StepContext, parse_category
@@ -32,14 +38,14 @@ from nvcre_argo.steps.group_summary import (
     failed_node_count,
     failure_summary,
     isolation_job_summary,
-    measurement_text,
+    measurements_text,
 )
 from nvcre_argo.steps.health import health_expression
 from nvcre_argo.steps.measurements import measure_log
 from nvcre_argo.steps.planning import load_plan, plan_step
 from nvcre_argo.steps.recording import read_group_results, record_step
 from nvcre_argo.steps.running import RunSettings, run_group
-from nvcre_argo.steps.verdict import parse_statuses, verdict_from_outputs
+from nvcre_argo.steps.verdict import judge, parse_step_names
 from nvcre_argo.yamlio import load_yaml_mapping
 
 
@@ -104,8 +110,7 @@ def plan_command(ctx: click.Context) -> None:
     if context.category.options.max_concurrent:
         click.echo(f"at most {limit} group(s) at once (maxConcurrent)")
     set_category_deadline(kube, context, plan, report=click.echo)
-    _write_output(contract.GROUPS_FILE, json.dumps(plan.withparam_items(overflow=False)))
-    _write_output(contract.OVERFLOW_GROUPS_FILE, json.dumps(plan.withparam_items(overflow=True)))
+    _write_output(contract.GROUPS_FILE, json.dumps(plan.withparam_items()))
 
 
 @step_group.command("plan-round")
@@ -133,7 +138,8 @@ def plan_round_command(ctx: click.Context) -> None:
 @step_group.command("run")
 @click.pass_context
 def run_command(ctx: click.Context) -> None:
-    """Run one node group's TrainJob(s) to the end and record the result.
+    """Run one node group's TrainJob(s) to the end and record the result, then those of the overflow group it
+    hosts, if any (it borrows this group's nodes, so it runs after it, in this step).
 
     Argo passes only the group's name; its nodes come from the plan the plan step published."""
     context = _context()
@@ -144,27 +150,30 @@ def run_command(ctx: click.Context) -> None:
     except (LookupError, PlanError) as error:
         click.echo(f"error: {error}", err=True)
         _fail_with(str(error))
-    result = run_group(
-        kube,
-        context,
-        group=group.name,
-        nodes=group.nodes,
-        gpu=gpu_values(context.category, plan.architecture),
-        settings=RunSettings(health_expression=health_expression(context.category.entry)),
-        measure=measure_log,
-        report=click.echo,
-        matched=len(plan.candidates),
-    )
-    _write_output(contract.MEASUREMENTS_FILE, measurement_text(result))
+    results = [
+        run_group(
+            kube,
+            context,
+            group=member.name,
+            nodes=member.nodes,
+            gpu=gpu_values(context.category, plan.architecture),
+            settings=RunSettings(health_expression=health_expression(context.category.entry)),
+            measure=measure_log,
+            report=click.echo,
+            matched=len(plan.candidates),
+        )
+        for member in (group, *plan.hosted_by(group.name))
+    ]
+    _write_output(contract.MEASUREMENTS_FILE, measurements_text(results))
     if group.round is not None:
         # A diagnose job blames nobody: the isolation's verdict (the record step) names the faulty nodes.
         _write_output(contract.FAILED_NODE_COUNT_FILE, "")
-        if not result.succeeded:
-            _fail_with(isolation_job_summary(result, round_number=group.round, stage=group.stage or ""))
+        if not results[0].succeeded:
+            _fail_with(isolation_job_summary(results[0], round_number=group.round, stage=group.stage or ""))
         return
-    _write_output(contract.FAILED_NODE_COUNT_FILE, str(failed_node_count(result)))
-    if not result.succeeded:
-        _fail_with(failure_summary(result))
+    _write_output(contract.FAILED_NODE_COUNT_FILE, str(failed_node_count(results)))
+    if not all(result.succeeded for result in results):
+        _fail_with(failure_summary(results))
 
 
 @step_group.command("record")
@@ -205,12 +214,11 @@ def _raise_terminated(signum: int, frame: FrameType | None) -> None:
 
 def _category_to_start(parent: Parent) -> tuple[dict[str, Any], str]:
     """The compiled manifest this step embeds, or (certification WorkflowTemplate) its step's share of the
-    `categories` parameter; the step name is written at once, for the template's verdict."""
+    `categories` parameter."""
     if contract.ENV_CATEGORY_WORKFLOW in os.environ:
         key = _require(contract.ENV_CATEGORY_KEY)
         return load_yaml_mapping(_require(contract.ENV_CATEGORY_WORKFLOW), contract.ENV_CATEGORY_WORKFLOW), key
     step = _require(contract.ENV_CATEGORY_STEP)
-    _write_output(contract.CATEGORY_STEP_FILE, step)
     try:
         chosen = select_category_workflow(_require(contract.ENV_CATEGORY_WORKFLOWS), step, parent_name=parent.name)
     except CategoryManifestError as error:
@@ -243,22 +251,19 @@ def category_command(ctx: click.Context) -> None:
         _fail_with(outcome.summary())
 
 
-@step_group.command("stop-categories")
-@click.pass_context
-def stop_categories_command(ctx: click.Context) -> None:
-    """Stop every unfinished category Workflow of this certification Workflow (its exit handler)."""
-    stop_children(_kube(ctx), _parent(), _require(contract.ENV_CERTIFICATION), report=click.echo)
-
-
 @step_group.command("verdict")
-def verdict_command() -> None:
-    """Exit 1 when any category step of the certification Workflow did not succeed."""
-    if contract.ENV_CATEGORY_STEPS in os.environ:
-        verdict = verdict_from_outputs(
-            os.environ[contract.ENV_CATEGORY_STEPS], os.environ.get(contract.ENV_CATEGORY_OUTPUTS, "")
-        )
-    else:
-        verdict = parse_statuses(os.environ.get(contract.ENV_STATUSES, ""))
+@click.pass_context
+def verdict_command(ctx: click.Context) -> None:
+    """The certification Workflow's exit handler: stop the category Workflows left running, then exit 1
+    unless every category passed."""
+    kube, parent = _kube(ctx), _parent()
+    children = category_children(kube, parent, _require(contract.ENV_CERTIFICATION))
+    stop_children(kube, children, parent.namespace, report=click.echo)
+    verdict = judge(
+        parse_step_names(_require(contract.ENV_CATEGORY_STEPS)),
+        children,
+        steps_status=os.environ.get(contract.ENV_STEPS_STATUS, ""),
+    )
     click.echo(verdict.summary())
     if not verdict.passed:
         _fail_with(verdict.summary().splitlines()[-1])

@@ -8,10 +8,10 @@ In order of precedence:
 - `testScale: intra-rack`: one group per NVLink domain (`nvidia.com/gpu.clique` value) at its natural size;
   a node without the label forms a group of its own, since nothing says which rack it shares.
 - `nodesPerJob` set: chunks of that size (clamped to the node count) covering every node: ceil(M/N) groups.
-  A short last group borrows nodes from the first groups to reach N and is marked `overflow` (named
-  `gK-overflow`); it must run after the groups it borrows from. When nodes carry `nvidia.com/gpu.clique`,
-  chunks are packed into as few domains as possible: whole chunks inside each domain first, then the
-  domains' remainders (largest first) share the rest.
+  A short last group borrows nodes from one earlier group, its host, to reach N and is marked `overflow`
+  (named `gK-overflow`); the host's step runs it right after the host's own job. When nodes carry
+  `nvidia.com/gpu.clique`, chunks are packed into as few domains as possible: whole chunks inside each
+  domain first, then the domains' remainders (largest first) share the rest.
 - training entries without `nodesPerJob`: the largest node count <= M whose GPUs reach `minGPUs` and divide
   by tensor x pipeline parallelism, the rest chunked the same way; a training group that cannot reach
   `minGPUs` is an error either way, since Megatron-LM would only fail at start-up.
@@ -150,11 +150,14 @@ def _pack(names: Sequence[str], domains: dict[str, str | None], size: int) -> li
 
 
 def _borrow(chunks: list[list[str]], domains: dict[str, str | None], count: int) -> list[str]:
-    """`count` nodes from the earlier chunks, same-domain nodes first, then in plan order."""
+    """`count` nodes for the short last chunk, all from one earlier chunk, its host: the chunk with the most
+    nodes in the short chunk's domains (the first such), same-domain nodes first, then in plan order. One
+    host, so the host group's own step runs the overflow group right after it (`Plan.hosted_by`): no other
+    group's nodes are borrowed, so nothing else has to be waited for."""
     short = chunks[-1]
     wanted = {domains[name] for name in short}
-    pool = [name for chunk in chunks[:-1] for name in chunk]
-    ranked = sorted(pool, key=lambda name: domains[name] not in wanted)  # stable: plan order within each rank
+    host = max(chunks[:-1], key=lambda chunk: sum(domains[name] in wanted for name in chunk))
+    ranked = sorted(host, key=lambda name: domains[name] not in wanted)  # stable: plan order within each rank
     return ranked[:count]
 
 

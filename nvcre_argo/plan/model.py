@@ -36,9 +36,9 @@ class Exclusion:
 class NodeGroup:
     """One TrainJob's nodes.
 
-    `overflow` groups borrow nodes that also belong to an earlier group (so every node is tested with a full
-    group size) and must run after the groups they borrow from. `domain` is the group's topology domain
-    (`nvidia.com/gpu.clique`) when all its nodes share one, else None. `pinned` is False only for
+    `overflow` groups borrow nodes that also belong to one earlier group, their host (so every node is tested
+    with a full group size), and run in the host's step, after it (`Plan.hosted_by`). `domain` is the group's
+    topology domain (`nvidia.com/gpu.clique`) when all its nodes share one, else None. `pinned` is False only for
     `placement: Unpinned`, where `nodes` sizes the job but the scheduler picks the real nodes. Under
     `testScale: diagnose` groups are planned round by round: `round` (1-based) and `stage` (the isolation
     stage that asked for the group) are set, and None for every other group.
@@ -79,11 +79,25 @@ class Plan:
         left_out = {exclusion.node for exclusion in self.excluded}
         return tuple(node for node in self.candidates if node not in left_out)
 
-    def withparam_items(self, *, overflow: bool | None = None) -> list[str]:
-        """Argo `withParam` items: the group names, `["g0", "g1", ...]`, never their nodes (Argo copies each
-        item into node names, annotations and the step's environment); optionally only the regular
-        (`overflow=False`) or only the overflow (`overflow=True`) groups, for a second fan-out."""
-        return [group.name for group in self.groups if overflow is None or group.overflow == overflow]
+    def withparam_items(self) -> list[str]:
+        """Argo `withParam` items: the names of the groups that have a step of their own, `["g0", "g1", ...]`,
+        never their nodes (Argo copies each item into node names, annotations and the step's environment).
+        Overflow groups have none: their host's step runs them (`hosted_by`)."""
+        return [group.name for group in self.groups if not group.overflow]
+
+    def hosted_by(self, name: str) -> tuple[NodeGroup, ...]:
+        """The overflow groups the step of group `name` runs after its own job (see `host_of`)."""
+        return tuple(group for group in self.groups if group.overflow and self.host_of(group) == name)
+
+    def host_of(self, overflow: NodeGroup) -> str | None:
+        """The group whose step runs `overflow`: the one it borrows nodes from. A group borrows from one host
+        only (`plan.grouping`); should a plan ever share an overflow group's nodes with several groups, the
+        last of them hosts it, so exactly one step runs it. None for a regular group."""
+        if not overflow.overflow:
+            return None
+        shared = set(overflow.nodes)
+        lenders = [group.name for group in self.groups if not group.overflow and shared & set(group.nodes)]
+        return lenders[-1] if lenders else None
 
     def round_groups(self, number: int) -> tuple[NodeGroup, ...]:
         """The groups of isolation round `number` (none before that round was planned)."""
@@ -94,7 +108,8 @@ class Plan:
         for group in self.groups:
             if group.name == name:
                 return group
-        raise PlanError(f"the plan has no group {name!r}; its groups: {', '.join(self.withparam_items()) or 'none'}")
+        names = ", ".join(group.name for group in self.groups) or "none"
+        raise PlanError(f"the plan has no group {name!r}; its groups: {names}")
 
     def to_json(self) -> str:
         document: dict[str, Any] = {

@@ -62,8 +62,9 @@ def _group_text(group: NodeGroup, item: CategoryPreview) -> str:
     text = f"{group.name}: {_plural(size, 'node', 'nodes')}, {gpus} GPUs"
     if group.domain:
         text += f", NVLink domain {group.domain}"
-    if group.overflow:
-        text += ", borrows nodes from the groups before it and runs after them"
+    host = item.plan.host_of(group) if item.plan else None
+    if host:
+        text += f", borrows nodes from {host} and runs after it, in {host}'s step"
     if not group.pinned:
         return text + ": any of the target's nodes, picked by the scheduler (placement Unpinned)"
     return f"{text}: {shorten_names(group.nodes)}"

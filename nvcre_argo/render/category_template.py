@@ -1,6 +1,6 @@
 """The category WorkflowTemplate: how one catalog entry runs inside Argo (built with Hera).
 
-    plan ──▶ run-group x N (withParam: the group names) ──▶ run-group x M (the overflow groups) ──▶ record
+    plan ──▶ run-group x N (withParam: the group names) ──▶ record
     onExit: cleanup
 
 Communication entries also have a `diagnose` entrypoint (`testScale: diagnose`, adaptive fault isolation):
@@ -202,9 +202,6 @@ def build_category_template(
             retry_strategy=retry_on_error,
             outputs=[
                 Parameter(name=contract.OUTPUT_GROUPS, value_from=m.ValueFrom(path=contract.GROUPS_FILE)),
-                Parameter(
-                    name=contract.OUTPUT_OVERFLOW_GROUPS, value_from=m.ValueFrom(path=contract.OVERFLOW_GROUPS_FILE)
-                ),
             ],
         )
         # The run step is idempotent (its TrainJob's name is deterministic), so an evicted or crashed step pod
@@ -248,17 +245,16 @@ def build_category_template(
         _step(contract.TEMPLATE_CLEANUP, step_image, ["cleanup"], env=_step_env(), retry_strategy=retry_on_error)
         with Steps(name=contract.TEMPLATE_CATEGORY):
             plan(name=contract.TEMPLATE_PLAN)
-            # Overflow groups borrow nodes from the regular ones, so they run after them, in a second fan-out.
             # The items are group names only (Argo shows `group(0:g0)`); the run step reads the group's nodes
-            # from the plan ConfigMap, so the Workflow's size does not grow with a group's nodes.
-            for step_name, output in (("group", contract.OUTPUT_GROUPS), ("overflow", contract.OUTPUT_OVERFLOW_GROUPS)):
-                run_group(
-                    name=step_name,
-                    with_param=f"{{{{steps.{contract.TEMPLATE_PLAN}.outputs.parameters.{output}}}}}",
-                    arguments=[Parameter(name="group", value="{{item}}")],
-                    # An errored group (its pod lost for good) must not skip `record`: record blames its nodes.
-                    continue_on=m.ContinueOn(failed=True, error=True),
-                )
+            # from the plan ConfigMap, so the Workflow's size does not grow with a group's nodes. An overflow
+            # group has no item: it borrows one group's nodes and runs in that group's step, after it.
+            run_group(
+                name="group",
+                with_param=f"{{{{steps.{contract.TEMPLATE_PLAN}.outputs.parameters.{contract.OUTPUT_GROUPS}}}}}",
+                arguments=[Parameter(name="group", value="{{item}}")],
+                # An errored group (its pod lost for good) must not skip `record`: record blames its nodes.
+                continue_on=m.ContinueOn(failed=True, error=True),
+            )
             record(name=contract.TEMPLATE_RECORD)
         if diagnose:
             _diagnose_templates(step_image, retry_on_error, run_group)

@@ -6,8 +6,8 @@ any group starts. Why not the Workflow's `spec.parallelism`: a Workflow submitte
 `templateReferencing: Strict` may set only the fields Argo allows a submitter to override, and parallelism is
 not one of them; template-level `parallelism` is a fixed integer in a template shared by every certification.
 A semaphore's ConfigMap reference is substituted like the rest of the template, so the limit is per
-Workflow and still chosen by the Certification, and it also counts the diagnose rounds' groups and the
-overflow groups. The ConfigMap is owned by the Workflow, so it goes with it.
+Workflow and still chosen by the Certification, and it also counts the diagnose rounds' groups (an overflow
+group runs in its host's step, so in the host's slot). The ConfigMap is owned by the Workflow, so it goes with it.
 """
 
 from __future__ import annotations

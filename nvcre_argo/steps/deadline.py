@@ -7,7 +7,8 @@ many groups there are, so it sets the deadline on its own Workflow once the plan
 the Workflow's start, and enforces it by failing the Workflow and stopping its pods (the `cleanup` exit handler
 still deletes the TrainJobs). A deadline already on the Workflow (compiled with `--category-deadline`) wins.
 
-Bound: groups run in waves of `maxConcurrent` (regular and overflow groups in separate fan-outs), each group
+Bound: groups run in waves of `maxConcurrent`, an overflow group in its host's step after the host (one more
+wave at worst), each group
 `repeatCount` iterations, each iteration at most `timeoutPerJob` blocked plus `timeoutPerJob` running plus
 `measurementTimeout` waiting for its measurement (none where the verdict is the exit code), plus a
 per-iteration allowance for pod start-up and polling, plus a fixed allowance for plan, record and cleanup.
@@ -47,8 +48,7 @@ def category_deadline_seconds(plan: Plan, category: ResolvedCategory) -> int:
         waves = DEFAULT_SETTINGS.max_rounds * _waves(largest_round, limit)
     else:
         regular = sum(1 for group in plan.groups if not group.overflow)
-        overflow = len(plan.groups) - regular
-        waves = _waves(regular, limit) + _waves(overflow, limit)
+        waves = _waves(regular, limit) + (1 if regular < len(plan.groups) else 0)
     iteration = 2 * duration_seconds(category.timeout_per_job) + category.measurement_wait_seconds
     iteration += ITERATION_ALLOWANCE_S
     return WORKFLOW_ALLOWANCE_S + waves * (category.options.repeat_count or 1) * iteration

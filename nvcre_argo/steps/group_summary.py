@@ -3,10 +3,13 @@
 Argo shows a failed step's termination message as the node's message ("main: Error (exit code 1): ..."), and
 a step's output parameters in its side panel, so an operator sees which nodes failed and why, and the bus
 bandwidth or goodput measured, without opening a log or a ConfigMap. Both are bounded: a full-scale group can
-fail thousands of nodes at once.
+fail thousands of nodes at once. A step runs its group and, after it, the overflow group it hosts, if any:
+what it shows covers both, each named.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from nvcre_argo.steps.running import GroupResult
 
@@ -23,8 +26,18 @@ def measurement_text(result: GroupResult) -> str:
     return "; ".join(parts)
 
 
-def failed_node_count(result: GroupResult) -> int:
-    return len({node["name"] for iteration in result.iterations for node in iteration.failed_nodes})
+def measurements_text(results: Sequence[GroupResult]) -> str:
+    """A step's measurements: its group's alone (`busBandwidthGBps=452.1`), or each group's, named, when it
+    also ran a hosted overflow group (`g1: busBandwidthGBps=452.1; g2-overflow: ...`)."""
+    if len(results) == 1:
+        return measurement_text(results[0])
+    return "; ".join(f"{result.group}: {text}" for result in results if (text := measurement_text(result)))
+
+
+def failed_node_count(results: Sequence[GroupResult]) -> int:
+    return len(
+        {node["name"] for result in results for iteration in result.iterations for node in iteration.failed_nodes}
+    )
 
 
 def isolation_job_summary(result: GroupResult, *, round_number: int, stage: str) -> str:
@@ -38,9 +51,17 @@ def isolation_job_summary(result: GroupResult, *, round_number: int, stage: str)
     )
 
 
-def failure_summary(result: GroupResult) -> str:
-    """`2 node(s) failed: gpu-node-3 (WorkloadFailed), ...: <why>` for the first failed iteration; a group that
-    failed without blaming a node (its measurement unreadable) says so."""
+def failure_summary(results: Sequence[GroupResult]) -> str:
+    """`2 node(s) failed: gpu-node-3 (WorkloadFailed), ...: <why>` for the first failed iteration of each failed
+    group (named when the step ran more than one); a group that failed without blaming a node (its
+    measurement unreadable) says so."""
+    failed = [result for result in results if not result.succeeded]
+    if len(results) == 1:
+        return _group_failure(results[0])
+    return "; ".join(f"{result.group}: {_group_failure(result)}" for result in failed) or "the group did not pass"
+
+
+def _group_failure(result: GroupResult) -> str:
     failed = next((iteration for iteration in result.iterations if not iteration.succeeded), None)
     if failed is None:
         return "the group did not pass"

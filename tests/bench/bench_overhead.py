@@ -72,7 +72,8 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from nvcre_argo.names import LABEL_ROLE, ROLE_CATEGORY
+from nvcre_argo.names import LABEL_GROUP, LABEL_ROLE, ROLE_CATEGORY
+from nvcre_argo.plan.grouping import OVERFLOW_SUFFIX
 from tests.bench import overhead
 from tests.harness.namespaces import namespace_for_test
 from tests.harness.versions import REPO_ROOT
@@ -240,7 +241,9 @@ def _execute(sim: SimCluster, api: k8s.ApiClient, spec: RunSpec, namespace: str,
     status = child.get("status") or {}
     if not status.get("finishedAt"):
         raise RuntimeError(f"category Workflow {record.category_workflow} did not finish")
-    result = overhead.breakdown(status, duration=record.duration, max_concurrent=spec.max_concurrent)
+    groups = {(item["metadata"].get("labels") or {}).get(LABEL_GROUP, "") for item in sampler.trainjobs.values()}
+    overflow = sum(1 for group in groups if group.endswith(OVERFLOW_SUFFIX))
+    result = overhead.breakdown(status, duration=record.duration, max_concurrent=spec.max_concurrent, overflow=overflow)
     record.breakdown = asdict(result)
     workloads = sampler.workloads()
     record.trainjobs_seen = len(workloads)

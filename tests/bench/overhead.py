@@ -6,17 +6,19 @@ decided here, from plain dictionaries (a Workflow's `status`, TrainJob and pod o
 them), so every figure can be checked on hand-made timestamps without a cluster.
 
 The ideal: the simulator runs every healthy workload for exactly `durationSeconds`, and a category runs its
-groups in waves of `maxConcurrent` (0: all at once), regular and overflow groups in separate fan-outs, as
-`nvcre_argo/steps/deadline.py` bounds them. So the ideal critical path is `waves x duration`; everything else
-in the category Workflow's wall time is orchestration. It splits exactly (to Argo's one-second timestamps) as
+groups in waves of `maxConcurrent` (0: all at once), an overflow group in its host group's step right after
+the host's own job (see `nvcre_argo/plan/grouping.py`). So the ideal critical path is `waves x duration`,
+where an overflow group is one more job and makes at least two waves; everything else in the category
+Workflow's wall time is orchestration. It splits exactly (to Argo's one-second timestamps) as
 
     wall = ideal + lead-in (Workflow start -> plan pod) + plan + plan->run gap + wave excess
            + between waves + run->record gap + record + record->cleanup gap + cleanup + tail
 
-where a wave is `maxConcurrent` consecutive run-group pods in start order, its excess is its span beyond the
-workload duration, and "between waves" is the run phase's span beyond the sum of its waves (negative when
-Argo's sliding window starts a pod of the next wave before the last of the current one ends). The gaps are
-Argo's reconciliation between steps.
+where a wave is `maxConcurrent` consecutive run-group pods in start order, the wave excess is the sum of
+their spans beyond the ideal (a host pod runs two jobs, so its wave spans two durations), and "between
+waves" is the run phase's span beyond the sum of its waves (negative when Argo's sliding window starts a pod
+of the next wave before the last of the current one ends, or waves overlap). The gaps are Argo's
+reconciliation between steps.
 
 A run-group pod's own time splits, through its `main` container, the TrainJob it created and the workload
 pods it ran, into pod start-up (Argo's node start -> the step's `main` container running: scheduling, Argo's
@@ -42,7 +44,6 @@ RUN_TEMPLATE: Final = "run-group"
 PLAN_TEMPLATE: Final = "plan"
 RECORD_TEMPLATE: Final = "record"
 CLEANUP_TEMPLATE: Final = "cleanup"
-OVERFLOW_STEP: Final = "].overflow("  # how Argo names a node of the overflow fan-out: `<wf>[2].overflow(0:g9)`
 # The order of the breakdown's parts; they add up to the overhead.
 PARTS: Final = (
     "lead_in",
@@ -82,10 +83,15 @@ def waves(groups: int, max_concurrent: int) -> int:
     return math.ceil(groups / max_concurrent) if max_concurrent > 0 else 1
 
 
+def job_waves(groups: int, max_concurrent: int, *, overflow: int = 0) -> int:
+    """Waves of one workload duration the ideal run takes: `groups + overflow` jobs by `maxConcurrent`, and
+    at least two when there is an overflow group (it runs after its host, in the host's step)."""
+    return max(waves(groups + overflow, max_concurrent), 2 if overflow else 0)
+
+
 def ideal_seconds(groups: int, max_concurrent: int, duration: float, *, overflow: int = 0) -> float:
-    """The ideal critical path of one category: each wave lasts exactly the workload's duration, and the
-    overflow groups run in a fan-out of their own after the regular ones."""
-    return (waves(groups, max_concurrent) + waves(overflow, max_concurrent)) * duration
+    """The ideal critical path of one category: each wave lasts exactly the workload's duration."""
+    return job_waves(groups, max_concurrent, overflow=overflow) * duration
 
 
 def overhead_ratio(wall: float, ideal: float) -> float | None:
@@ -112,7 +118,6 @@ class Span:
     started: datetime
     finished: datetime
     group: str = ""
-    overflow: bool = False
     name: str = ""
 
     @property
@@ -133,7 +138,6 @@ def pod_spans(status: Mapping[str, Any]) -> list[Span]:
                 started=parse_time(node["startedAt"]),
                 finished=parse_time(node["finishedAt"]),
                 group=str(parameters.get("group", "")),
-                overflow=OVERFLOW_STEP in str(node.get("name", "")),
                 name=str(node.get("name", "")),
             )
         )
@@ -141,14 +145,9 @@ def pod_spans(status: Mapping[str, Any]) -> list[Span]:
 
 
 def split_waves(spans: Sequence[Span], max_concurrent: int) -> list[list[Span]]:
-    """Run-group pods in waves: `maxConcurrent` consecutive pods in start order (all when 0), regular and
-    overflow fan-outs apart."""
-    found: list[list[Span]] = []
-    for overflow in (False, True):
-        fan_out = [span for span in spans if span.overflow is overflow]
-        size = max_concurrent if max_concurrent > 0 else max(len(fan_out), 1)
-        found += [fan_out[index : index + size] for index in range(0, len(fan_out), size)]
-    return found
+    """Run-group pods in waves: `maxConcurrent` consecutive pods in start order (all when 0)."""
+    size = max_concurrent if max_concurrent > 0 else max(len(spans), 1)
+    return [list(spans[index : index + size]) for index in range(0, len(spans), size)]
 
 
 @dataclass(frozen=True)
@@ -185,14 +184,14 @@ def _gap(start: datetime, end: datetime) -> float:
     return (end - start).total_seconds()
 
 
-def breakdown(status: Mapping[str, Any], *, duration: float, max_concurrent: int) -> Breakdown:
+def breakdown(status: Mapping[str, Any], *, duration: float, max_concurrent: int, overflow: int = 0) -> Breakdown:
     """Split a finished category Workflow's wall time (its `status`) into the ideal and the parts of
-    `PARTS`; a step that did not run counts zero and its neighbours' gaps join."""
+    `PARTS`; a step that did not run counts zero and its neighbours' gaps join. `overflow`: how many
+    overflow groups ran (inside their hosts' pods, so Argo's nodes do not show them)."""
     started, finished = parse_time(status["startedAt"]), parse_time(status["finishedAt"])
     spans = pod_spans(status)
     runs = [span for span in spans if span.template == RUN_TEMPLATE]
-    regular = sum(1 for span in runs if not span.overflow)
-    overflow = len(runs) - regular
+    regular = len(runs)
     ideal = ideal_seconds(regular, max_concurrent, duration, overflow=overflow)
     parts = dict.fromkeys(PARTS, 0.0)
     cursor, gap = started, "lead_in"
@@ -205,7 +204,7 @@ def breakdown(status: Mapping[str, Any], *, duration: float, max_concurrent: int
         if part == "run":
             grouped = split_waves(runs, max_concurrent)
             spans_total = sum(_gap(*_span_of(wave)) for wave in grouped)
-            parts["wave_excess"] = spans_total - len(grouped) * duration
+            parts["wave_excess"] = spans_total - ideal
             parts["between_waves"] = _gap(begin, end) - spans_total
         else:
             parts[part] = _gap(begin, end)
@@ -216,7 +215,7 @@ def breakdown(status: Mapping[str, Any], *, duration: float, max_concurrent: int
     return Breakdown(
         groups=regular,
         overflow_groups=overflow,
-        waves=waves(regular, max_concurrent) + waves(overflow, max_concurrent),
+        waves=job_waves(regular, max_concurrent, overflow=overflow),
         ideal=ideal,
         wall=wall,
         overhead=wall - ideal,

@@ -1068,7 +1068,6 @@ def output_dir() -> Iterator[Path]:
     directory = Path(contract.OUTPUT_DIR)
     files = [
         contract.GROUPS_FILE,
-        contract.OVERFLOW_GROUPS_FILE,
         contract.FAILED_NODES_REF_FILE,
         contract.SUCCEEDED_NODES_REF_FILE,
     ]
@@ -1097,8 +1096,8 @@ def test_the_plan_command_writes_the_groups_for_argo(
 
     assert done.returncode == 0, done.stderr
     # Group names only: the run step reads a group's nodes from the plan ConfigMap.
+    # g2-overflow borrows g0's nodes and runs in g0's step: it has no item of its own.
     assert json.loads(Path(contract.GROUPS_FILE).read_text()) == ["g0", "g1"]
-    assert json.loads(Path(contract.OVERFLOW_GROUPS_FILE).read_text()) == ["g2-overflow"]
     assert "5 node(s), 0 excluded, 3 group(s)" in done.stdout
     assert kube.get(CONFIGMAPS, f"group-nodes-{uid8(step.context)}", step.namespace) is not None
 
@@ -1315,8 +1314,8 @@ def test_the_fan_out_item_and_the_plan_configmap_stay_small_at_10000_nodes(
     plan = _synthetic_plan(nodes_per_group)
 
     stored = kube.create_or_replace(plan_configmap(context, plan))
-    items = json.dumps(plan.withparam_items(overflow=False)).encode()
-    first_item = json.dumps(plan.withparam_items(overflow=False)[0]).encode()
+    items = json.dumps(plan.withparam_items()).encode()
+    first_item = json.dumps(plan.withparam_items()[0]).encode()
     configmap_bytes = len(json.dumps(stored).encode())
     print(
         f"\n{nodes_per_group} nodes per group: {len(plan.groups)} group(s), fan-out item {len(first_item)} B, "

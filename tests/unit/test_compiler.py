@@ -5,7 +5,7 @@ What is checked, and against what:
   none; workload labels at both levels; maxConcurrent), pinned by reviewed syrupy snapshots, and the same
   properties asserted from DESIGN.md §4 independently of the snapshots (categories in spec order, one step
   group each, step names `domain-variant`, the `nvcre.nvidia.com/*` labels, title/description annotations,
-  `continueOn` on category steps, the verdict step last);
+  `continueOn` on category steps, the verdict as the exit handler);
 * every emitted object against the full Argo CRD schemas of v3.7 and v4, made strict (tests/support/crd_schemas.py);
 * the Argo semantics the schema and Hera do not check (tests/support/argo_semantics.py; `argo-hera-trainer.md`
   §1.11, §1.13);
@@ -180,7 +180,7 @@ def step_groups(workflow: dict[str, Any]) -> list[list[dict[str, Any]]]:
 
 
 def category_steps(workflow: dict[str, Any]) -> list[dict[str, Any]]:
-    return [group[0] for group in step_groups(workflow)[:-1]]
+    return [group[0] for group in step_groups(workflow)]
 
 
 def category_manifests(workflow: dict[str, Any], parent_name: str | None = None) -> list[dict[str, Any]]:
@@ -256,7 +256,7 @@ def test_categories_run_in_spec_order_one_step_group_each(case: str) -> None:
     manifests = category_manifests(workflow)
 
     assert [len(group) for group in groups] == [1] * len(groups)
-    assert len(groups) == len(spec_categories(case)) + 1
+    assert len(groups) == len(spec_categories(case))
     assert [step["template"] for step in category_steps(workflow)] == [
         f"category-{index}" for index in range(len(spec_categories(case)))
     ]
@@ -292,19 +292,17 @@ def test_repeated_categories_get_numbered_step_names() -> None:
 
 
 @pytest.mark.parametrize("case", ALL_CASES)
-def test_the_verdict_step_runs_last_alone_and_sees_every_category(case: str) -> None:
+def test_the_verdict_is_the_exit_handler_and_knows_every_category_step_in_spec_order(case: str) -> None:
     workflow = compiled_case(case)
-    last = step_groups(workflow)[-1]
     verdict = templates_by_name(workflow)[contract.TEMPLATE_VERDICT]
-    (reads,) = [env["value"] for env in verdict["container"]["env"] if env["name"] == contract.ENV_STATUSES]
-    (statuses,) = [item["value"] for item in last[0]["arguments"]["parameters"] if item["name"] == "statuses"]
+    env = {item["name"]: item["value"] for item in verdict["container"]["env"]}
 
-    assert [step["name"] for step in last] == [contract.TEMPLATE_VERDICT]
-    assert "continueOn" not in last[0]
-    assert reads == "{{inputs.parameters.statuses}}"
-    assert statuses == ",".join(
-        f"{step['name']}={{{{steps.{step['name']}.status}}}}" for step in category_steps(workflow)
-    )
+    assert workflow["spec"]["onExit"] == contract.TEMPLATE_VERDICT
+    assert verdict["container"]["args"] == ["verdict"]
+    assert json.loads(env[contract.ENV_CATEGORY_STEPS]) == [step["name"] for step in category_steps(workflow)]
+    assert env[contract.ENV_STEPS_STATUS] == "{{workflow.status}}"
+    # No step after the categories: a failed last step would make Argo's message `child '<node id>' failed`.
+    assert [step["name"] for step in step_groups(workflow)[-1]] == [category_steps(workflow)[-1]["name"]]
 
 
 @pytest.mark.parametrize("case", ALL_CASES)
@@ -333,8 +331,8 @@ def test_the_certification_workflow_stops_its_categories_holds_the_lock_and_keep
     spec = compiled_case(case)["spec"]
     templates = templates_by_name(compiled_case(case))
 
-    assert spec["onExit"] == contract.TEMPLATE_STOP_CATEGORIES
-    assert templates[contract.TEMPLATE_STOP_CATEGORIES]["container"]["args"] == ["stop-categories"]
+    assert spec["onExit"] == contract.TEMPLATE_VERDICT
+    assert templates[contract.TEMPLATE_VERDICT]["container"]["args"] == ["verdict"]
     assert spec["synchronization"] == {"mutexes": [{"name": DEFAULT_LOCK}]}
     assert spec["podGC"] == {"strategy": "OnPodSuccess", "deleteDelayDuration": "10m"}
 
@@ -548,14 +546,15 @@ def test_every_committed_workflow_template_is_valid_for_argo(path: Path) -> None
     assert document["metadata"]["name"] == path.stem
 
 
-# Overflow groups borrow nodes, so they run in a second fan-out after the regular groups.
-def test_the_overflow_groups_the_plan_step_writes_are_run() -> None:
-    overflow = f"{{{{steps.{contract.TEMPLATE_PLAN}.outputs.parameters.{contract.OUTPUT_OVERFLOW_GROUPS}}}}}"
+# An overflow group runs in its host group's step: one fan-out, and no step Argo would draw as Skipped.
+def test_a_category_runs_plan_one_fan_out_of_groups_and_record() -> None:
+    groups = f"{{{{steps.{contract.TEMPLATE_PLAN}.outputs.parameters.{contract.OUTPUT_GROUPS}}}}}"
     for path in CATEGORY_TEMPLATE_FILES:
         document = yaml.safe_load(path.read_text(encoding="utf-8"))
         steps = templates_by_name(document)[contract.TEMPLATE_CATEGORY]["steps"]
 
-        assert overflow in [step.get("withParam") for group in steps for step in group], path.name
+        assert [[step["name"] for step in group] for group in steps] == [["plan"], ["group"], ["record"]], path.name
+        assert steps[1][0]["withParam"] == groups, path.name
 
 
 def test_the_longest_certification_name_leaves_room_for_generated_and_category_suffixes() -> None:

@@ -41,7 +41,6 @@ def workflow_status(end: int, *pods: dict[str, Any]) -> dict[str, Any]:
     nodes = {f"id-{index}": pod for index, pod in enumerate(pods)}
     nodes["root"] = {"name": "wf", "type": "Steps", "startedAt": at(0), "finishedAt": at(end)}
     nodes["retry"] = {"name": "wf[0].plan", "type": "Retry", "startedAt": at(2), "finishedAt": at(9)}
-    nodes["skipped"] = {"name": "wf[2].overflow", "type": "Skipped", "startedAt": at(150), "finishedAt": at(150)}
     return {"phase": "Succeeded", "startedAt": at(0), "finishedAt": at(end), "nodes": nodes}
 
 
@@ -53,7 +52,9 @@ def workflow_status(end: int, *pods: dict[str, Any]) -> dict[str, Any]:
         pytest.param(17, 8, 0, 3, 180, id="a 17th group by 8 needs a third wave"),
         pytest.param(1, 8, 0, 1, 60, id="one full-scale group is one wave"),
         pytest.param(8, 8, 0, 1, 60, id="8 pairs by 8 are one wave"),
-        pytest.param(8, 0, 1, 2, 120, id="overflow groups run in a fan-out of their own"),
+        pytest.param(8, 0, 1, 2, 120, id="an overflow group runs after its host"),
+        pytest.param(8, 8, 1, 2, 120, id="an overflow group by 8 makes a second wave"),
+        pytest.param(9, 8, 1, 2, 120, id="an overflow group shares the second wave"),
         pytest.param(0, 8, 0, 0, 0, id="no group no wave"),
         pytest.param(1024, 8, 0, 128, 7680, id="1024 nodes per node by 8"),
     ],
@@ -61,7 +62,7 @@ def workflow_status(end: int, *pods: dict[str, Any]) -> dict[str, Any]:
 def test_the_ideal_critical_path_is_one_duration_per_wave(
     groups: int, max_concurrent: int, overflow: int, expected_waves: int, expected_ideal: float
 ) -> None:
-    assert overhead.waves(groups, max_concurrent) + overhead.waves(overflow, max_concurrent) == expected_waves
+    assert overhead.job_waves(groups, max_concurrent, overflow=overflow) == expected_waves
     assert overhead.ideal_seconds(groups, max_concurrent, 60, overflow=overflow) == expected_ideal
 
 
@@ -146,18 +147,18 @@ def test_a_retried_step_spans_from_its_first_pod_to_its_last() -> None:
     assert (found.parts["lead_in"], found.parts["plan"], found.parts["plan_to_run"]) == (1, 11, 2)
 
 
-def test_overflow_groups_are_a_wave_of_their_own() -> None:
+def test_an_overflow_group_is_a_second_job_in_its_hosts_pod() -> None:
     status = workflow_status(
         200,
         pod_node("wf[0].plan(0)", "plan", 1, 5),
-        pod_node("wf[1].group(0:g0)(0)", "run-group", 7, 70, "g0"),
+        pod_node("wf[1].group(0:g0)(0)", "run-group", 7, 138, "g0"),  # g0, then g2-overflow
         pod_node("wf[1].group(1:g1)(0)", "run-group", 7, 71, "g1"),
-        pod_node("wf[2].overflow(0:g2)(0)", "run-group", 74, 138, "g2"),
     )
-    found = overhead.breakdown(status, duration=60, max_concurrent=0)
+    found = overhead.breakdown(status, duration=60, max_concurrent=0, overflow=1)
     assert (found.groups, found.overflow_groups, found.waves, found.ideal) == (2, 1, 2, 120)
-    assert found.parts["wave_excess"] == (64 - 60) + (64 - 60)
-    assert found.parts["between_waves"] == (138 - 7) - 128  # 3 s between the fan-outs
+    assert found.parts["wave_excess"] == (138 - 7) - 120
+    assert found.parts["between_waves"] == 0
+    assert sum(found.parts.values()) == found.overhead
 
 
 def trainjob(group: str, created: int, complete: int | None) -> dict[str, Any]:

@@ -495,12 +495,34 @@ def test_a_plan_round_trips_through_json_deterministically() -> None:
     assert list(json.loads(text)) == ["architecture", "candidates", "excluded", "groups"]
 
 
-def test_withparam_items_carry_group_names_only() -> None:
+def test_withparam_items_carry_the_names_of_groups_with_a_step_of_their_own() -> None:
     plan = sample_plan()
-    assert plan.withparam_items() == ["g0", "g1-overflow"]
-    assert plan.withparam_items(overflow=False) == ["g0"]
-    assert plan.withparam_items(overflow=True) == ["g1-overflow"]
+    assert plan.withparam_items() == ["g0"]
     assert plan.eligible == ("a", "b", "c")
+
+
+def test_an_overflow_group_is_run_by_the_step_of_the_group_it_borrows_from() -> None:
+    plan = plan_category(make_nodes(10), resolve(with_options(ALL_REDUCE, nodesPerJob=4)))
+    assert [group.name for group in plan.hosted_by("g0")] == ["g2-overflow"]
+    assert plan.hosted_by("g1") == ()
+    assert plan.hosted_by("g2-overflow") == ()
+
+
+def test_an_overflow_group_sharing_nodes_with_several_groups_is_run_by_the_last_of_them_only() -> None:
+    overflow = NodeGroup("g2-overflow", ("a", "c", "e"), overflow=True)
+    plan = Plan(None, (), (), (NodeGroup("g0", ("a", "b")), NodeGroup("g1", ("c", "d")), overflow))
+    assert [plan.hosted_by(name) for name in ("g0", "g1")] == [(), (overflow,)]
+
+
+@pytest.mark.parametrize("count", range(5, 40))
+def test_an_overflow_group_borrows_from_exactly_one_group(count: int) -> None:
+    nodes = [make_node(f"n{index:02}", clique="ABC"[index % 3]) for index in range(count)]
+    plan = plan_category(nodes, resolve(with_options(ALL_REDUCE, nodesPerJob=4)))
+    for overflow in (group for group in plan.groups if group.overflow):
+        lenders = [group.name for group in plan.groups if not group.overflow and set(group.nodes) & set(overflow.nodes)]
+        assert len(lenders) == 1, plan.groups
+        assert len(overflow.nodes) == 4
+    assert sum(len(plan.hosted_by(name)) for name in plan.withparam_items()) == sum(g.overflow for g in plan.groups)
 
 
 def test_a_group_is_found_by_name_and_an_unknown_name_is_an_error_listing_the_groups() -> None:

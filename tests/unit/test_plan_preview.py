@@ -378,7 +378,7 @@ def test_the_text_says_how_many_run_at_once_and_which_group_waits_for_the_others
     text = render_preview_text(preview_certification("nvcre/cert", categories, make_nodes(5)))
 
     assert "  TrainJobs: 3 (3 groups x 1 iteration), at most 2 at once (maxConcurrent)\n" in text
-    overflow = "g2-overflow: 2 nodes, 16 GPUs, borrows nodes from the groups before it and runs after them: n0,n4"
+    overflow = "g2-overflow: 2 nodes, 16 GPUs, borrows nodes from g0 and runs after it, in g0's step: n0,n4"
     assert f"             {overflow}\n" in text
 
 

@@ -23,6 +23,7 @@ from nvcre_argo.steps.group_summary import (
     failure_summary,
     isolation_job_summary,
     measurement_text,
+    measurements_text,
 )
 from nvcre_argo.steps.running import GroupResult, IterationResult, next_attempt
 from nvcre_argo.yamlio import load_yaml_mapping
@@ -200,7 +201,7 @@ def test_the_category_deadline_counts_waves_of_max_concurrent_and_repeats() -> N
     ten_minutes = {"timeout_per_job": "10m"}
     category = edited_by_hand(resolve(NCCL), max_concurrent=4, repeat_count=2).model_copy(update=ten_minutes)
     iteration = 2 * 600 + 300 + ITERATION_ALLOWANCE_S  # blocked, running, and the default 5m measurement wait
-    # 9 regular groups in waves of 4 = 3 waves, 1 overflow wave; each group twice.
+    # 9 regular groups in waves of 4 = 3 waves, and the overflow group after its host: at worst one more.
     assert category_deadline_seconds(plan_of(9, 1), category) == WORKFLOW_ALLOWANCE_S + 4 * 2 * iteration
     unlimited = resolve(NCCL).model_copy(update=ten_minutes)
     assert category_deadline_seconds(plan_of(9), unlimited) == WORKFLOW_ALLOWANCE_S + iteration
@@ -226,17 +227,31 @@ def failed(iteration: int, message: str, *nodes: tuple[str, str]) -> IterationRe
 def test_a_failed_group_names_its_failed_nodes_and_reasons_bounded() -> None:
     nodes = [(f"gpu-node-{index}", "WorkloadFailed") for index in range(1, 9)]
     result = GroupResult("g0", [name for name, _ in nodes], [failed(0, "TrainJob/tj failed: rank 3\nlog tail", *nodes)])
-    summary = failure_summary(result)
+    summary = failure_summary([result])
     assert summary.startswith("8 node(s) failed: gpu-node-1 (WorkloadFailed), gpu-node-2 (WorkloadFailed)")
     assert "and 3 more: TrainJob/tj failed: rank 3" in summary
     assert "log tail" not in summary
-    assert failed_node_count(result) == 8
+    assert failed_node_count([result]) == 8
 
 
 def test_a_group_that_blamed_nobody_says_it_is_not_certified() -> None:
     result = GroupResult("g0", ["a"], [failed(0, "its nccl-bandwidth measurement is unavailable")])
-    assert failure_summary(result).startswith("no node blamed: its nccl-bandwidth measurement")
-    assert failed_node_count(result) == 0
+    assert failure_summary([result]).startswith("no node blamed: its nccl-bandwidth measurement")
+    assert failed_node_count([result]) == 0
+
+
+def test_a_step_that_also_ran_an_overflow_group_names_each_group() -> None:
+    host = GroupResult("g0", ["a", "b"], [IterationResult(0, "tj", True, "ok", [], {"busBandwidthGBps": 452.1})])
+    crashed = failed(0, "TrainJob/tj failed: rank 1", ("c", "WorkloadFailed"))
+    overflow = GroupResult("g2-overflow", ["a", "c"], [crashed])
+
+    assert measurements_text([host, overflow]) == "g0: busBandwidthGBps=452.1"
+    assert (
+        failure_summary([host, overflow])
+        == "g2-overflow: 1 node(s) failed: c (WorkloadFailed): TrainJob/tj failed: rank 1"
+    )
+    assert failed_node_count([host, overflow]) == 1
+    assert measurements_text([host]) == "busBandwidthGBps=452.1"
 
 
 def test_a_failed_isolation_job_blames_nobody_and_says_which_round_and_stage_it_was() -> None:
