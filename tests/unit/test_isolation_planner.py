@@ -23,6 +23,7 @@ from nvcre_argo.plan.isolation import (
     plan_isolation_round,
 )
 from nvcre_argo.plan.isolation.knowledge import derive_knowledge
+from nvcre_argo.plan.isolation.planner import _avoid_faulty_links, _link_groups
 from tests.bench.isolation_sim import FaultOracle, Planner, Scenario, is_exact, run_planner
 
 A = [f"a{i}" for i in range(8)]
@@ -198,13 +199,13 @@ def many_domains(count: int) -> tuple[Candidate, ...]:
     return tuple(Candidate(f"m{d:02d}n{i}", f"m{d:02d}") for d in range(count) for i in range(6))
 
 
-def failing_wide_rescreens(failures: int) -> Callable[[Group], Outcome]:
-    """Representative m00n0 is broken, and the first `failures` groups of many domains' cleared nodes fail too
+def failing_wide_rescreens(failures: int, broken: str = "m00n0") -> Callable[[Group], Outcome]:
+    """Node `broken` is broken, and the first `failures` groups of many domains' cleared nodes fail too
     (transient nodes met by chance)."""
     seen = [0]
 
     def outcome(group: Group) -> Outcome:
-        if "m00n0" in group.nodes:
+        if broken in group.nodes:
             return "failed"
         if group.stage == "inter-screening" and len(group.nodes) >= 32:
             seen[0] += 1
@@ -218,14 +219,48 @@ def inter_screening(rounds: list[Round]) -> list[list[Group]]:
     return [[g for g in r.groups if g.stage == "inter-screening"] for r in rounds]
 
 
+def test_across_many_domains_round_1_screens_whole_domains_and_links_wait_for_one_batch() -> None:
+    # 40 domains: no representatives' group in round 1. Domain m00 fails its screening (m00n0 is broken) and has
+    # no cleared node in round 2 while it is split, so the link screen waits and runs once, over all 40 domains,
+    # in round 3 beside the confirmation, instead of over 39 domains now and again for m00 later.
+    verdict, rounds, _ = play(many_domains(40), failing_wide_rescreens(0))
+    assert [{g.stage for g in r.groups} for r in rounds] == [
+        {"intra-screening"},
+        {"bisection"},
+        {"confirmation", "inter-screening"},
+    ]
+    assert len(rounds[0].groups) == 40
+    assert [len(g.nodes) for g in inter_screening(rounds)[2]] == [40]
+    assert verdict.faulty == ("m00n0",)
+    assert verdict.untested == ()
+
+
+def test_a_healthy_cluster_of_many_domains_is_certified_in_two_rounds() -> None:
+    verdict, rounds, _ = play(many_domains(40), failing_wide_rescreens(0, broken=""))
+    assert [len(groups) for groups in inter_screening(rounds)] == [0, 1]
+    assert len(verdict.healthy) == 240
+
+
+def test_the_link_screen_waits_for_a_late_domain_only_while_other_tests_run() -> None:
+    candidates = many_domains(40)
+    screening = plan_isolation_round(candidates, [])
+    assert isinstance(screening, Round)
+    results = [JobResult(1, g, "failed" if "m00n0" in g.nodes else "passed") for g in screening.groups]
+    k = derive_knowledge(candidates, results, min_group_size=2)
+    spare = {f"m{d:02d}": [n for n in k.cleared if n.startswith(f"m{d:02d}")] for d in range(40)}
+    assert _link_groups(k, spare, set(), 0, can_wait=True) == []  # m00 has no cleared node yet
+    (alone,) = _link_groups(k, spare, set(), 0, can_wait=False)
+    assert len(alone.nodes) == 39
+
+
 def test_across_many_domains_a_failed_rescreen_is_repeated_before_the_block_search() -> None:
-    # The representatives fail (m00n0 is broken, which explains it), then the re-screen of cleared nodes
-    # (round 2): one failure of cleared nodes only, so round 3 repeats the re-screen, one node per domain,
-    # instead of lending five per domain to a block search. It passes and every pair is verified.
+    # The first link screen of cleared nodes (round 3) fails: across many domains that is more often a transient
+    # node than a link fault, so round 4 repeats it, one node per domain, instead of lending five per domain to
+    # a block search. It passes and every pair is verified.
     verdict, rounds, _ = play(many_domains(40), failing_wide_rescreens(1))
     inter = inter_screening(rounds)
-    assert [len(groups) for groups in inter[:3]] == [1, 1, 1]
-    assert [len(g.nodes) for g in inter[2]] == [40]
+    assert [len(groups) for groups in inter] == [0, 0, 1, 1]
+    assert [len(g.nodes) for g in inter[3]] == [40]
     assert verdict.faulty == ("m00n0",)
     assert verdict.infrastructure_faults == ()
     assert verdict.untested == ()
@@ -234,11 +269,38 @@ def test_across_many_domains_a_failed_rescreen_is_repeated_before_the_block_sear
 def test_two_failed_rescreens_across_many_domains_start_the_block_search() -> None:
     verdict, rounds, _ = play(many_domains(40), failing_wide_rescreens(2))
     inter = inter_screening(rounds)
-    assert [len(groups) for groups in inter[:3]] == [1, 1, 1]
-    assert len(inter[3]) > 1  # blocks: every pair of blocks tested at once
+    assert [len(groups) for groups in inter[:4]] == [0, 0, 1, 1]
+    assert len(inter[4]) > 1  # blocks: every pair of blocks tested at once
     assert verdict.faulty == ("m00n0",)
     assert verdict.infrastructure_faults == ()
     assert verdict.untested == ()
+
+
+def test_across_very_many_domains_a_third_failed_rescreen_starts_the_block_search() -> None:
+    # 130 domains: a re-screen is large enough that two transients in a row are common.
+    verdict, rounds, _ = play(many_domains(130), failing_wide_rescreens(3))
+    inter = inter_screening(rounds)
+    assert [len(groups) for groups in inter[:5]] == [0, 0, 1, 1, 1]
+    assert len(inter[5]) > 1
+    assert verdict.faulty == ("m00n0",)
+    assert verdict.infrastructure_faults == ()
+
+
+@pytest.mark.parametrize(
+    ("members", "faulty"),
+    [
+        pytest.param(["A", "B", "C"], {("A", "C")}, id="one faulty pair"),
+        pytest.param(["A", "B", "C", "D"], {("A", "C"), ("B", "D")}, id="two disjoint faulty pairs"),
+        pytest.param(["A", "B", "C", "D", "E"], {("A", "B"), ("A", "C")}, id="a star of faulty pairs"),
+    ],
+)
+def test_tests_around_known_faulty_links_cover_every_other_pair_and_no_faulty_one(
+    members: list[str], faulty: set[tuple[str, str]]
+) -> None:
+    tests = _avoid_faulty_links(members, faulty)
+    covered = {(a, b) for t in tests for a in t for b in t if a < b}
+    assert not covered & faulty
+    assert covered == {(a, b) for a in members for b in members if a < b} - faulty
 
 
 def test_without_topology_labels_nodes_are_cut_into_chunks_of_the_square_root() -> None:
