@@ -23,7 +23,7 @@ from nvcre_argo.plan.isolation import (
     plan_isolation_round,
 )
 from nvcre_argo.plan.isolation.knowledge import derive_knowledge
-from nvcre_argo.plan.isolation.planner import _avoid_faulty_links, _link_groups
+from nvcre_argo.plan.isolation.planner import _avoid_faulty_links, _blocks, _link_groups, _sides
 from tests.bench.isolation_sim import FaultOracle, Planner, Scenario, is_exact, run_planner
 
 A = [f"a{i}" for i in range(8)]
@@ -301,6 +301,45 @@ def test_tests_around_known_faulty_links_cover_every_other_pair_and_no_faulty_on
     covered = {(a, b) for t in tests for a in t for b in t if a < b}
     assert not covered & faulty
     assert covered == {(a, b) for a in members for b in members if a < b} - faulty
+
+
+def test_open_pairs_between_two_sides_are_searched_with_blocks_of_each_side() -> None:
+    sides = [f"a{i}" for i in range(6)], [f"b{i}" for i in range(6)]
+    pairs = {(a, b) for a in sides[0] for b in sides[1]}
+    assert _sides(sorted(sides[0] + sides[1]), pairs) == sides
+    blocks = _blocks(sorted(sides[0] + sides[1]), pairs, count=6, rotation=0)
+    assert blocks == [["a0", "a1"], ["a2", "a3"], ["a4", "a5"], ["b0", "b1"], ["b2", "b3"], ["b4", "b5"]]
+    triangle = {("a0", "a1"), ("a1", "a2"), ("a0", "a2")}
+    assert _sides(["a0", "a1", "a2"], triangle) is None  # no two sides: the rotating digit layout
+
+
+def test_a_link_fault_across_many_domains_is_found_with_each_side_cut_apart() -> None:
+    candidates = many_domains(40)
+    scenario = Scenario(candidates=candidates, link_faults=frozenset({("m05", "m31")}))
+    verdict, rounds, _ = play(candidates, FaultOracle(scenario).run)
+    assert [f.domain for f in verdict.infrastructure_faults] == ["m05|m31"]
+    assert verdict.faulty == ()
+    block_rounds = [groups for groups in inter_screening(rounds) if len(groups) > 1]
+    assert any(len(groups) == 9 for groups in block_rounds)  # three blocks of each side, one test per pair
+
+
+def test_across_many_domains_a_probe_takes_what_the_link_screen_leaves() -> None:
+    # m03 failed its screening once (a transient) and its pairs all passed: its probe would take every node of
+    # m03, so the link screen takes its node first and the probe runs a round later.
+    candidates = many_domains(40)
+    screening = plan_isolation_round(candidates, [])
+    assert isinstance(screening, Round)
+    results = [JobResult(1, g, "failed" if "m03n0" in g.nodes else "passed") for g in screening.groups]
+    split = plan_isolation_round(candidates, results)
+    assert isinstance(split, Round)
+    results += [JobResult(2, g, "passed") for g in split.groups]
+    step = plan_isolation_round(candidates, results)
+    assert isinstance(step, Round)
+    assert [(g.stage, len(g.nodes)) for g in step.groups] == [("inter-screening", 40)]
+    results += [JobResult(3, g, "passed") for g in step.groups]
+    step = plan_isolation_round(candidates, results)
+    assert isinstance(step, Round)
+    assert [(g.stage, len(g.nodes)) for g in step.groups] == [("cross-boundary", 6)]
 
 
 def test_without_topology_labels_nodes_are_cut_into_chunks_of_the_square_root() -> None:

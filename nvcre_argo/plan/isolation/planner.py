@@ -23,12 +23,16 @@ nodes and share the round:
 - link search: while a failure may still be a node's, one re-screen of the involved domains with cleared
   nodes; once a group of cleared nodes failed, the domains are cut into k blocks and every pair of blocks is
   tested at once (each domain lends k-1 cleared nodes), so the open pairs shrink by about k^2 per round
-  instead of halving, and the last few pairs are tested one by one. Across many domains (`RESCREEN_DOMAINS`)
+  instead of halving, and the last few pairs are tested one by one. When the open pairs lie between two sides
+  (as after a block round: only the failed union of two blocks stays open), each side is cut into blocks
+  instead, so no open pair lies inside a block and a faulty link fails one test rather than every test with
+  its block. Across many domains (`RESCREEN_DOMAINS`)
   the block search waits for two failures of cleared nodes spanning every open pair, so a lone failed
   re-screen is repeated first: there it meets a transient node more often than a link fault, and a re-screen
   costs one node per domain where a block round costs k-1 (from `LARGE_RESCREEN_DOMAINS` on, three failures).
   Across many domains the link tests also wait while a domain has no cleared node to lend yet and other tests
-  run anyway, so the late domains join one batch instead of each costing another screen of every domain.
+  run anyway, so the late domains join one batch instead of each costing another screen of every domain, and
+  a cross-boundary probe (which takes a whole domain) takes only the nodes the link tests leave.
   Known faulty links are kept out of every test. A test of a single pair also runs a second time at
   once on nodes left over, while the pair still needs both failures that make a link fault, so the round
   that reaches a faulty link usually proves it too;
@@ -63,6 +67,9 @@ from nvcre_argo.plan.isolation.model import (
 REPRESENTATIVES_PER_DOMAIN = 2
 MAX_LINK_BLOCKS = 6
 """Blocks per link-search round: k blocks cost k-1 nodes per domain and (k-1) x domains node-jobs."""
+BIPARTITE_BLOCKS = 3
+"""Blocks per side when the open pairs lie between two sides: 3 x 3 tests leave a ninth of them open for three
+nodes per domain."""
 RESCREEN_DOMAINS = 32
 """From this many domains on, a failed re-screen of cleared nodes is repeated before the block search."""
 RESCREEN_FAILURES = 2
@@ -143,11 +150,17 @@ def _follow_up_groups(
         used.update(nodes)
         groups.append(Group(nodes=tuple(sorted(nodes)), mnnvl=True, stage=stage))
 
-    for result in k.unexplained_once:
-        if not used.intersection(result.group.nodes):
-            take(result.group.nodes, "cross-boundary")
-
     domains = _by_domain(candidates)
+    many = len(domains) >= WHOLE_DOMAIN_SCREENING
+    probes = [result.group.nodes for result in k.unexplained_once]
+
+    def take_probes() -> None:
+        for nodes in probes:
+            if not used.intersection(nodes):
+                take(nodes, "cross-boundary")
+
+    if not many:
+        take_probes()
     spare = {d: [n for n in _by_health(nodes, k) if n in k.cleared] for d, nodes in domains.items()}
     suspects, to_split = _classify_unknown(candidates, k, min_group_size)
     for domain, unsettled in sorted(to_split.items()):
@@ -187,8 +200,12 @@ def _follow_up_groups(
             if peer is not None:
                 take([suspect, peer], "confirmation")
 
-    can_wait = bool(groups) and len(domains) >= WHOLE_DOMAIN_SCREENING
-    groups.extend(_link_groups(k, spare, used, link_rounds, can_wait=can_wait))
+    # Across many domains a link test needs one node of nearly every domain; a probe (a whole failed screening
+    # group again) would hold its domain back from it, so probes there take what the link tests leave.
+    for group in _link_groups(k, spare, used, link_rounds, can_wait=many and bool(groups or probes)):
+        take(group.nodes, group.stage)
+    if many:
+        take_probes()
     return tuple(groups)
 
 
@@ -367,6 +384,54 @@ def _avoid_faulty_links(members: list[str], faulty: set[Pair]) -> list[list[str]
 
 
 def _blocks(domains: list[str], pairs: set[Pair], count: int, rotation: int) -> list[list[str]]:
+    """The blocks of a link-search round: each side of bipartite open pairs cut apart (`_bipartite_blocks`),
+    otherwise by a rotating digit (`_digit_blocks`)."""
+    sides = _sides(domains, pairs)
+    if sides is not None:
+        return _bipartite_blocks(sides, min(BIPARTITE_BLOCKS, count - 1))
+    return _digit_blocks(domains, pairs, count, rotation)
+
+
+def _sides(domains: list[str], pairs: set[Pair]) -> tuple[list[str], list[str]] | None:
+    """The two sides of the open pairs when no open pair lies within a side (a two-colouring), else None.
+
+    This is the usual shape after a block round: the one failed union of two blocks leaves open only the pairs
+    between them, since the other tests with either block passed."""
+    neighbours: defaultdict[str, set[str]] = defaultdict(set)
+    for a, b in pairs:
+        neighbours[a].add(b)
+        neighbours[b].add(a)
+    colour: dict[str, int] = {}
+    for start in domains:
+        if start in colour or start not in neighbours:
+            continue
+        colour[start] = 0
+        queue = [start]
+        while queue:
+            here = queue.pop()
+            for there in sorted(neighbours[here]):
+                if there not in colour:
+                    colour[there] = 1 - colour[here]
+                    queue.append(there)
+                elif colour[there] == colour[here]:
+                    return None
+    sides = ([d for d in domains if colour.get(d) == 0], [d for d in domains if colour.get(d) == 1])
+    return sides if sides[0] and sides[1] else None
+
+
+def _bipartite_blocks(sides: tuple[list[str], list[str]], per_side: int) -> list[list[str]]:
+    """Each side cut into `per_side` consecutive blocks. No open pair lies inside a block, so each lies in
+    exactly one test (a block of each side): a faulty link fails one test and leaves open a 1/per_side^2 share,
+    for per_side tests per domain; blocks mixing both sides would hold it inside a block, failing every test
+    with that block."""
+    blocks: list[list[str]] = []
+    for side in sides:
+        parts = min(per_side, len(side))
+        blocks.extend(side[i * len(side) // parts : (i + 1) * len(side) // parts] for i in range(parts))
+    return blocks
+
+
+def _digit_blocks(domains: list[str], pairs: set[Pair], count: int, rotation: int) -> list[list[str]]:
     """Cut the domains into `count` blocks by one base-`count` digit of their index, the digit rotating with
     each block round among those that separate some open pair. Any two domains differ in some digit, so a faulty
     pair inside one block is split within a few rounds; a fixed layout would test it inside one block forever."""
