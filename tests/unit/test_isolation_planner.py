@@ -23,7 +23,7 @@ from nvcre_argo.plan.isolation import (
     plan_isolation_round,
 )
 from nvcre_argo.plan.isolation.knowledge import derive_knowledge
-from nvcre_argo.plan.isolation.planner import _avoid_faulty_links, _blocks, _link_groups, _sides
+from nvcre_argo.plan.isolation.planner import _avoid_faulty_links, _blocks, _components, _link_groups, _sides
 from tests.bench.isolation_sim import FaultOracle, Planner, Scenario, is_exact, run_planner
 
 A = [f"a{i}" for i in range(8)]
@@ -311,6 +311,17 @@ def test_open_pairs_between_two_sides_are_searched_with_blocks_of_each_side() ->
     assert blocks == [["a0", "a1"], ["a2", "a3"], ["a4", "a5"], ["b0", "b1"], ["b2", "b3"], ["b4", "b5"]]
     triangle = {("a0", "a1"), ("a1", "a2"), ("a0", "a2")}
     assert _sides(["a0", "a1", "a2"], triangle) is None  # no two sides: the rotating digit layout
+
+
+def test_faulty_links_far_apart_are_searched_group_by_group() -> None:
+    # Two separate groups of open pairs: each side of each group is cut on its own, so no test mixes them.
+    pairs = {(a, b) for a in ("a0", "a1", "a2") for b in ("b0", "b1", "b2")}
+    pairs |= {(c, d) for c in ("c0", "c1", "c2") for d in ("d0", "d1", "d2")}
+    domains = sorted({x for p in pairs for x in p} | {"e0"})
+    assert _components(domains, pairs) == [["a0", "a1", "a2", "b0", "b1", "b2"], ["c0", "c1", "c2", "d0", "d1", "d2"]]
+    blocks = _blocks(domains, pairs, count=6, rotation=0)
+    assert len(blocks) == 12
+    assert all(len(b) == 1 for b in blocks)
 
 
 def test_a_link_fault_across_many_domains_is_found_with_each_side_cut_apart() -> None:

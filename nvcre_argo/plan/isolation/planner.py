@@ -384,23 +384,58 @@ def _avoid_faulty_links(members: list[str], faulty: set[Pair]) -> list[list[str]
 
 
 def _blocks(domains: list[str], pairs: set[Pair], count: int, rotation: int) -> list[list[str]]:
-    """The blocks of a link-search round: each side of bipartite open pairs cut apart (`_bipartite_blocks`),
-    otherwise by a rotating digit (`_digit_blocks`)."""
-    sides = _sides(domains, pairs)
-    if sides is not None:
-        return _bipartite_blocks(sides, min(BIPARTITE_BLOCKS, count - 1))
-    return _digit_blocks(domains, pairs, count, rotation)
+    """The blocks of a link-search round, per connected group of open pairs: each side cut apart where the open
+    pairs lie between two sides (`_bipartite_blocks`), the rest together by a rotating digit (`_digit_blocks`).
+    Tests pair blocks with an open pair between them, so blocks of different groups are never tested together."""
+    blocks: list[list[str]] = []
+    rest: list[str] = []
+    for component in _components(domains, pairs):
+        sides = _sides(component, pairs)
+        if sides is None:
+            rest.extend(component)
+        else:
+            blocks.extend(_bipartite_blocks(sides, min(BIPARTITE_BLOCKS, count - 1)))
+    if rest:
+        blocks.extend(_digit_blocks(sorted(rest), {p for p in pairs if p[0] in rest}, count, rotation))
+    return blocks
 
 
-def _sides(domains: list[str], pairs: set[Pair]) -> tuple[list[str], list[str]] | None:
-    """The two sides of the open pairs when no open pair lies within a side (a two-colouring), else None.
-
-    This is the usual shape after a block round: the one failed union of two blocks leaves open only the pairs
-    between them, since the other tests with either block passed."""
+def _components(domains: list[str], pairs: set[Pair]) -> list[list[str]]:
+    """The domains joined by open pairs, group by group (each sorted); domains without an open pair are left out.
+    Several faulty links far apart each leave their own group: cut together, their blocks would line up the same
+    way round after round."""
     neighbours: defaultdict[str, set[str]] = defaultdict(set)
     for a, b in pairs:
         neighbours[a].add(b)
         neighbours[b].add(a)
+    seen: set[str] = set()
+    components: list[list[str]] = []
+    for start in domains:
+        if start in seen or start not in neighbours:
+            continue
+        seen.add(start)
+        stack, members = [start], [start]
+        while stack:
+            for there in neighbours[stack.pop()] - seen:
+                seen.add(there)
+                stack.append(there)
+                members.append(there)
+        components.append(sorted(members))
+    return components
+
+
+def _sides(domains: list[str], pairs: set[Pair]) -> tuple[list[str], list[str]] | None:
+    """The two sides of the open pairs among `domains` when no open pair lies within a side (a two-colouring),
+    else None.
+
+    This is the usual shape after a block round: the one failed union of two blocks leaves open only the pairs
+    between them, since the other tests with either block passed."""
+    members = set(domains)
+    neighbours: defaultdict[str, set[str]] = defaultdict(set)
+    for a, b in pairs:
+        if a in members and b in members:
+            neighbours[a].add(b)
+            neighbours[b].add(a)
     colour: dict[str, int] = {}
     for start in domains:
         if start in colour or start not in neighbours:
