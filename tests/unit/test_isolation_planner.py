@@ -253,6 +253,23 @@ def test_the_link_screen_waits_for_a_late_domain_only_while_other_tests_run() ->
     assert len(alone.nodes) == 39
 
 
+def test_from_sixteen_domains_a_late_domain_joins_the_link_rescreen_of_the_others() -> None:
+    # 20 domains: representatives in round 1. m00n0 (a representative) and m01n3 are broken, so the
+    # representatives' group and m01's screening fail. m01 has no cleared node while it is split, so the
+    # re-screen of links waits for it and runs once, over all 20 domains, in round 3.
+    candidates = many_domains(20)
+
+    def outcome(group: Group) -> Outcome:
+        return "failed" if {"m00n0", "m01n3"} & set(group.nodes) else "passed"
+
+    verdict, rounds, _ = play(candidates, outcome)
+    inter = inter_screening(rounds)
+    assert [len(groups) for groups in inter[:3]] == [1, 0, 1]
+    assert [len({g_node[:3] for g_node in g.nodes}) for g in inter[2]] == [20]
+    assert verdict.faulty == ("m00n0", "m01n3")
+    assert verdict.untested == ()
+
+
 def test_across_many_domains_a_failed_rescreen_is_repeated_before_the_block_search() -> None:
     # The first link screen of cleared nodes (round 3) fails: across many domains that is more often a transient
     # node than a link fault, so round 4 repeats it, one node per domain, instead of lending five per domain to

@@ -30,9 +30,10 @@ nodes and share the round:
   the block search waits for two failures of cleared nodes spanning every open pair, so a lone failed
   re-screen is repeated first: there it meets a transient node more often than a link fault, and a re-screen
   costs one node per domain where a block round costs k-1 (from `LARGE_RESCREEN_DOMAINS` on, three failures).
-  Across many domains the link tests also wait while a domain has no cleared node to lend yet and other tests
-  run anyway, so the late domains join one batch instead of each costing another screen of every domain, and
-  a cross-boundary probe (which takes a whole domain) takes only the nodes the link tests leave.
+  From `BATCH_DOMAINS` on, the link tests also wait while a domain has no cleared node to lend yet and other tests
+  run anyway, so the late domains join one batch instead of each costing another screen of every domain; from
+  `WHOLE_DOMAIN_SCREENING` on, a cross-boundary probe (which takes a whole domain) takes only the nodes the
+  link tests leave.
   Known faulty links are kept out of every test. A test of a single pair also runs a second time at
   once on nodes left over, while the pair still needs both failures that make a link fault, so the round
   that reaches a faulty link usually proves it too;
@@ -70,6 +71,8 @@ MAX_LINK_BLOCKS = 6
 BIPARTITE_BLOCKS = 3
 """Blocks per side when the open pairs lie between two sides: 3 x 3 tests leave a ninth of them open for three
 nodes per domain."""
+BATCH_DOMAINS = 16
+"""From this many domains on, link tests wait for late domains (`_late_domains`) while other tests run anyway."""
 RESCREEN_DOMAINS = 32
 """From this many domains on, a failed re-screen of cleared nodes is repeated before the block search."""
 RESCREEN_FAILURES = 2
@@ -202,7 +205,8 @@ def _follow_up_groups(
 
     # Across many domains a link test needs one node of nearly every domain; a probe (a whole failed screening
     # group again) would hold its domain back from it, so probes there take what the link tests leave.
-    for group in _link_groups(k, spare, used, link_rounds, can_wait=many and bool(groups or probes)):
+    can_wait = len(domains) >= BATCH_DOMAINS and bool(groups or probes)
+    for group in _link_groups(k, spare, used, link_rounds, can_wait=can_wait):
         take(group.nodes, group.stage)
     if many:
         take_probes()
