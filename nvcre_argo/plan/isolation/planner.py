@@ -305,10 +305,8 @@ def _late_domains(k: Knowledge, pairs: set[Pair], available: dict[str, list[str]
 
     A test of the pairs with such a domain needs a node of every domain it pairs with: testing the others now
     and the late domain next round screens nearly every domain twice, so the link tests wait for one batch."""
-    return any(
-        not available[d] and any(n not in k.faulty for n, dom in k.domain_of.items() if dom == d)
-        for d in {d for p in pairs for d in p}
-    )
+    hopeful = {domain for node, domain in k.domain_of.items() if node not in k.faulty}
+    return any(not available[d] and d in hopeful for d in {d for p in pairs for d in p})
 
 
 def _direct_failures(k: Knowledge) -> Counter[Pair]:
