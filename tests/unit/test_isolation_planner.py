@@ -253,6 +253,18 @@ def test_the_link_screen_waits_for_a_late_domain_only_while_other_tests_run() ->
     assert len(alone.nodes) == 39
 
 
+def test_a_domain_whose_cleared_nodes_are_busy_does_not_hold_the_link_screen_back() -> None:
+    candidates = many_domains(40)
+    screening = plan_isolation_round(candidates, [])
+    assert isinstance(screening, Round)
+    results = [JobResult(1, g, "passed") for g in screening.groups]
+    results.append(JobResult(2, Group(("m00n0", "m01n0"), mnnvl=True, stage="inter-screening"), "failed"))
+    k = derive_knowledge(candidates, results, min_group_size=2)
+    spare = {f"m{d:02d}": sorted(n for n in k.cleared if n.startswith(f"m{d:02d}")) for d in range(40)}
+    (screen,) = _link_groups(k, spare, set(spare["m05"]), 0, can_wait=True)  # m05 lends its nodes elsewhere
+    assert len(screen.nodes) == 39
+
+
 def test_from_sixteen_domains_a_late_domain_joins_the_link_rescreen_of_the_others() -> None:
     # 20 domains: representatives in round 1. m00n0 (a representative) and m01n3 are broken, so the
     # representatives' group and m01's screening fail. m01 has no cleared node while it is split, so the
@@ -437,6 +449,35 @@ def test_any_persistent_fault_set_ends_in_an_exact_verdict_in_node_disjoint_roun
     assert run.max_rounds_disjoint
     assert is_exact(run.verdict, scenario), run.verdict
     assert run.rounds <= 12
+
+
+@st.composite
+def wide_scenarios(draw: st.DrawFn) -> Scenario:
+    """16-40 domains of 4-8 nodes (batched link screens; whole-domain screening from 32), up to four faulty
+    nodes in distinct domains and up to two faulty links."""
+    sizes = draw(st.lists(st.integers(4, 8), min_size=16, max_size=40))
+    candidates = tuple(Candidate(f"d{d:02d}n{i}", f"d{d:02d}") for d, size in enumerate(sizes) for i in range(size))
+    kinds: dict[str, set[str]] = {"node_faults": set(), "nvlink_faults": set(), "slow_nodes": set()}
+    for d in draw(st.sets(st.integers(0, len(sizes) - 1), max_size=4)):
+        kinds[draw(st.sampled_from(sorted(kinds)))].add(f"d{d:02d}n{draw(st.integers(0, sizes[d] - 1))}")
+    pair = st.tuples(st.integers(0, len(sizes) - 1), st.integers(0, len(sizes) - 1)).filter(lambda p: p[0] < p[1])
+    links = draw(st.sets(pair, max_size=2))
+    return Scenario(
+        candidates=candidates,
+        node_faults=frozenset(kinds["node_faults"]),
+        nvlink_faults=frozenset(kinds["nvlink_faults"]),
+        slow_nodes=frozenset(kinds["slow_nodes"]),
+        link_faults=frozenset((f"d{a:02d}", f"d{b:02d}") for a, b in links),
+    )
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(wide_scenarios())
+def test_across_many_domains_any_persistent_fault_set_ends_in_an_exact_verdict(scenario: Scenario) -> None:
+    run = run_planner(plan_isolation_round, scenario)
+    assert run.max_rounds_disjoint
+    assert is_exact(run.verdict, scenario), run.verdict
+    assert run.rounds <= 16
 
 
 @settings(max_examples=50, deadline=None)

@@ -259,7 +259,7 @@ def _link_groups(
     """
     pairs = _open_pairs(k)
     available = {d: [n for n in nodes if n not in used] for d, nodes in spare.items()}
-    if can_wait and _late_domains(k, pairs, available):
+    if can_wait and _late_domains(k, pairs):
         return []
     pairs = {p for p in pairs if available[p[0]] and available[p[1]]}
     if not pairs:
@@ -299,14 +299,17 @@ def _link_groups(
     return groups
 
 
-def _late_domains(k: Knowledge, pairs: set[Pair], available: dict[str, list[str]]) -> bool:
-    """Whether a domain of an open pair has no cleared node to lend this round but may have one later (it has a
-    node not known faulty).
+def _late_domains(k: Knowledge, pairs: set[Pair]) -> bool:
+    """Whether a domain of an open pair has no cleared node yet but may have one later (it has a node not known
+    faulty).
 
     A test of the pairs with such a domain needs a node of every domain it pairs with: testing the others now
-    and the late domain next round screens nearly every domain twice, so the link tests wait for one batch."""
+    and the late domain next round screens nearly every domain twice, so the link tests wait for one batch. A
+    domain whose cleared nodes are only busy this round (confirmation partners) does not hold the batch back:
+    that would cost a round for nothing more than the one node it lends."""
     hopeful = {domain for node, domain in k.domain_of.items() if node not in k.faulty}
-    return any(not available[d] and d in hopeful for d in {d for p in pairs for d in p})
+    cleared = {k.domain_of[node] for node in k.cleared}
+    return any(d not in cleared and d in hopeful for d in {d for p in pairs for d in p})
 
 
 def _direct_failures(k: Knowledge) -> Counter[Pair]:
