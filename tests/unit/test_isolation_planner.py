@@ -23,6 +23,7 @@ from nvcre_argo.plan.isolation import (
     plan_isolation_round,
 )
 from nvcre_argo.plan.isolation.knowledge import derive_knowledge
+from nvcre_argo.plan.isolation.planner import _avoid_faulty_links, _blocks, _components, _link_groups, _sides
 from tests.bench.isolation_sim import FaultOracle, Planner, Scenario, is_exact, run_planner
 
 A = [f"a{i}" for i in range(8)]
@@ -198,13 +199,13 @@ def many_domains(count: int) -> tuple[Candidate, ...]:
     return tuple(Candidate(f"m{d:02d}n{i}", f"m{d:02d}") for d in range(count) for i in range(6))
 
 
-def failing_wide_rescreens(failures: int) -> Callable[[Group], Outcome]:
-    """Representative m00n0 is broken, and the first `failures` groups of many domains' cleared nodes fail too
+def failing_wide_rescreens(failures: int, broken: str = "m00n0") -> Callable[[Group], Outcome]:
+    """Node `broken` is broken, and the first `failures` groups of many domains' cleared nodes fail too
     (transient nodes met by chance)."""
     seen = [0]
 
     def outcome(group: Group) -> Outcome:
-        if "m00n0" in group.nodes:
+        if broken in group.nodes:
             return "failed"
         if group.stage == "inter-screening" and len(group.nodes) >= 32:
             seen[0] += 1
@@ -218,14 +219,77 @@ def inter_screening(rounds: list[Round]) -> list[list[Group]]:
     return [[g for g in r.groups if g.stage == "inter-screening"] for r in rounds]
 
 
+def test_across_many_domains_round_1_screens_whole_domains_and_links_wait_for_one_batch() -> None:
+    # 40 domains: no representatives' group in round 1. Domain m00 fails its screening (m00n0 is broken) and has
+    # no cleared node in round 2 while it is split, so the link screen waits and runs once, over all 40 domains,
+    # in round 3 beside the confirmation, instead of over 39 domains now and again for m00 later.
+    verdict, rounds, _ = play(many_domains(40), failing_wide_rescreens(0))
+    assert [{g.stage for g in r.groups} for r in rounds] == [
+        {"intra-screening"},
+        {"bisection"},
+        {"confirmation", "inter-screening"},
+    ]
+    assert len(rounds[0].groups) == 40
+    assert [len(g.nodes) for g in inter_screening(rounds)[2]] == [40]
+    assert verdict.faulty == ("m00n0",)
+    assert verdict.untested == ()
+
+
+def test_a_healthy_cluster_of_many_domains_is_certified_in_two_rounds() -> None:
+    verdict, rounds, _ = play(many_domains(40), failing_wide_rescreens(0, broken=""))
+    assert [len(groups) for groups in inter_screening(rounds)] == [0, 1]
+    assert len(verdict.healthy) == 240
+
+
+def test_the_link_screen_waits_for_a_late_domain_only_while_other_tests_run() -> None:
+    candidates = many_domains(40)
+    screening = plan_isolation_round(candidates, [])
+    assert isinstance(screening, Round)
+    results = [JobResult(1, g, "failed" if "m00n0" in g.nodes else "passed") for g in screening.groups]
+    k = derive_knowledge(candidates, results, min_group_size=2)
+    spare = {f"m{d:02d}": [n for n in k.cleared if n.startswith(f"m{d:02d}")] for d in range(40)}
+    assert _link_groups(k, spare, set(), 0, can_wait=True) == []  # m00 has no cleared node yet
+    (alone,) = _link_groups(k, spare, set(), 0, can_wait=False)
+    assert len(alone.nodes) == 39
+
+
+def test_a_domain_whose_cleared_nodes_are_busy_does_not_hold_the_link_screen_back() -> None:
+    candidates = many_domains(40)
+    screening = plan_isolation_round(candidates, [])
+    assert isinstance(screening, Round)
+    results = [JobResult(1, g, "passed") for g in screening.groups]
+    results.append(JobResult(2, Group(("m00n0", "m01n0"), mnnvl=True, stage="inter-screening"), "failed"))
+    k = derive_knowledge(candidates, results, min_group_size=2)
+    spare = {f"m{d:02d}": sorted(n for n in k.cleared if n.startswith(f"m{d:02d}")) for d in range(40)}
+    (screen,) = _link_groups(k, spare, set(spare["m05"]), 0, can_wait=True)  # m05 lends its nodes elsewhere
+    assert len(screen.nodes) == 39
+
+
+def test_from_sixteen_domains_a_late_domain_joins_the_link_rescreen_of_the_others() -> None:
+    # 20 domains: representatives in round 1. m00n0 (a representative) and m01n3 are broken, so the
+    # representatives' group and m01's screening fail. m01 has no cleared node while it is split, so the
+    # re-screen of links waits for it and runs once, over all 20 domains, in round 3.
+    candidates = many_domains(20)
+
+    def outcome(group: Group) -> Outcome:
+        return "failed" if {"m00n0", "m01n3"} & set(group.nodes) else "passed"
+
+    verdict, rounds, _ = play(candidates, outcome)
+    inter = inter_screening(rounds)
+    assert [len(groups) for groups in inter[:3]] == [1, 0, 1]
+    assert [len({g_node[:3] for g_node in g.nodes}) for g in inter[2]] == [20]
+    assert verdict.faulty == ("m00n0", "m01n3")
+    assert verdict.untested == ()
+
+
 def test_across_many_domains_a_failed_rescreen_is_repeated_before_the_block_search() -> None:
-    # The representatives fail (m00n0 is broken, which explains it), then the re-screen of cleared nodes
-    # (round 2): one failure of cleared nodes only, so round 3 repeats the re-screen, one node per domain,
-    # instead of lending five per domain to a block search. It passes and every pair is verified.
+    # The first link screen of cleared nodes (round 3) fails: across many domains that is more often a transient
+    # node than a link fault, so round 4 repeats it, one node per domain, instead of lending five per domain to
+    # a block search. It passes and every pair is verified.
     verdict, rounds, _ = play(many_domains(40), failing_wide_rescreens(1))
     inter = inter_screening(rounds)
-    assert [len(groups) for groups in inter[:3]] == [1, 1, 1]
-    assert [len(g.nodes) for g in inter[2]] == [40]
+    assert [len(groups) for groups in inter] == [0, 0, 1, 1]
+    assert [len(g.nodes) for g in inter[3]] == [40]
     assert verdict.faulty == ("m00n0",)
     assert verdict.infrastructure_faults == ()
     assert verdict.untested == ()
@@ -234,11 +298,88 @@ def test_across_many_domains_a_failed_rescreen_is_repeated_before_the_block_sear
 def test_two_failed_rescreens_across_many_domains_start_the_block_search() -> None:
     verdict, rounds, _ = play(many_domains(40), failing_wide_rescreens(2))
     inter = inter_screening(rounds)
-    assert [len(groups) for groups in inter[:3]] == [1, 1, 1]
-    assert len(inter[3]) > 1  # blocks: every pair of blocks tested at once
+    assert [len(groups) for groups in inter[:4]] == [0, 0, 1, 1]
+    assert len(inter[4]) > 1  # blocks: every pair of blocks tested at once
     assert verdict.faulty == ("m00n0",)
     assert verdict.infrastructure_faults == ()
     assert verdict.untested == ()
+
+
+def test_across_very_many_domains_a_third_failed_rescreen_starts_the_block_search() -> None:
+    # 130 domains: a re-screen is large enough that two transients in a row are common.
+    verdict, rounds, _ = play(many_domains(130), failing_wide_rescreens(3))
+    inter = inter_screening(rounds)
+    assert [len(groups) for groups in inter[:5]] == [0, 0, 1, 1, 1]
+    assert len(inter[5]) > 1
+    assert verdict.faulty == ("m00n0",)
+    assert verdict.infrastructure_faults == ()
+
+
+@pytest.mark.parametrize(
+    ("members", "faulty"),
+    [
+        pytest.param(["A", "B", "C"], {("A", "C")}, id="one faulty pair"),
+        pytest.param(["A", "B", "C", "D"], {("A", "C"), ("B", "D")}, id="two disjoint faulty pairs"),
+        pytest.param(["A", "B", "C", "D", "E"], {("A", "B"), ("A", "C")}, id="a star of faulty pairs"),
+    ],
+)
+def test_tests_around_known_faulty_links_cover_every_other_pair_and_no_faulty_one(
+    members: list[str], faulty: set[tuple[str, str]]
+) -> None:
+    tests = _avoid_faulty_links(members, faulty)
+    covered = {(a, b) for t in tests for a in t for b in t if a < b}
+    assert not covered & faulty
+    assert covered == {(a, b) for a in members for b in members if a < b} - faulty
+
+
+def test_open_pairs_between_two_sides_are_searched_with_blocks_of_each_side() -> None:
+    sides = [f"a{i}" for i in range(6)], [f"b{i}" for i in range(6)]
+    pairs = {(a, b) for a in sides[0] for b in sides[1]}
+    assert _sides(sorted(sides[0] + sides[1]), pairs) == sides
+    blocks = _blocks(sorted(sides[0] + sides[1]), pairs, count=6, rotation=0)
+    assert blocks == [["a0", "a1"], ["a2", "a3"], ["a4", "a5"], ["b0", "b1"], ["b2", "b3"], ["b4", "b5"]]
+    triangle = {("a0", "a1"), ("a1", "a2"), ("a0", "a2")}
+    assert _sides(["a0", "a1", "a2"], triangle) is None  # no two sides: the rotating digit layout
+
+
+def test_faulty_links_far_apart_are_searched_group_by_group() -> None:
+    # Two separate groups of open pairs: each side of each group is cut on its own, so no test mixes them.
+    pairs = {(a, b) for a in ("a0", "a1", "a2") for b in ("b0", "b1", "b2")}
+    pairs |= {(c, d) for c in ("c0", "c1", "c2") for d in ("d0", "d1", "d2")}
+    domains = sorted({x for p in pairs for x in p} | {"e0"})
+    assert _components(domains, pairs) == [["a0", "a1", "a2", "b0", "b1", "b2"], ["c0", "c1", "c2", "d0", "d1", "d2"]]
+    blocks = _blocks(domains, pairs, count=6, rotation=0)
+    assert len(blocks) == 12
+    assert all(len(b) == 1 for b in blocks)
+
+
+def test_a_link_fault_across_many_domains_is_found_with_each_side_cut_apart() -> None:
+    candidates = many_domains(40)
+    scenario = Scenario(candidates=candidates, link_faults=frozenset({("m05", "m31")}))
+    verdict, rounds, _ = play(candidates, FaultOracle(scenario).run)
+    assert [f.domain for f in verdict.infrastructure_faults] == ["m05|m31"]
+    assert verdict.faulty == ()
+    block_rounds = [groups for groups in inter_screening(rounds) if len(groups) > 1]
+    assert any(len(groups) == 9 for groups in block_rounds)  # three blocks of each side, one test per pair
+
+
+def test_across_many_domains_a_probe_takes_what_the_link_screen_leaves() -> None:
+    # m03 failed its screening once (a transient) and its pairs all passed: its probe would take every node of
+    # m03, so the link screen takes its node first and the probe runs a round later.
+    candidates = many_domains(40)
+    screening = plan_isolation_round(candidates, [])
+    assert isinstance(screening, Round)
+    results = [JobResult(1, g, "failed" if "m03n0" in g.nodes else "passed") for g in screening.groups]
+    split = plan_isolation_round(candidates, results)
+    assert isinstance(split, Round)
+    results += [JobResult(2, g, "passed") for g in split.groups]
+    step = plan_isolation_round(candidates, results)
+    assert isinstance(step, Round)
+    assert [(g.stage, len(g.nodes)) for g in step.groups] == [("inter-screening", 40)]
+    results += [JobResult(3, g, "passed") for g in step.groups]
+    step = plan_isolation_round(candidates, results)
+    assert isinstance(step, Round)
+    assert [(g.stage, len(g.nodes)) for g in step.groups] == [("cross-boundary", 6)]
 
 
 def test_without_topology_labels_nodes_are_cut_into_chunks_of_the_square_root() -> None:
@@ -308,6 +449,35 @@ def test_any_persistent_fault_set_ends_in_an_exact_verdict_in_node_disjoint_roun
     assert run.max_rounds_disjoint
     assert is_exact(run.verdict, scenario), run.verdict
     assert run.rounds <= 12
+
+
+@st.composite
+def wide_scenarios(draw: st.DrawFn) -> Scenario:
+    """16-40 domains of 4-8 nodes (batched link screens; whole-domain screening from 32), up to four faulty
+    nodes in distinct domains and up to two faulty links."""
+    sizes = draw(st.lists(st.integers(4, 8), min_size=16, max_size=40))
+    candidates = tuple(Candidate(f"d{d:02d}n{i}", f"d{d:02d}") for d, size in enumerate(sizes) for i in range(size))
+    kinds: dict[str, set[str]] = {"node_faults": set(), "nvlink_faults": set(), "slow_nodes": set()}
+    for d in draw(st.sets(st.integers(0, len(sizes) - 1), max_size=4)):
+        kinds[draw(st.sampled_from(sorted(kinds)))].add(f"d{d:02d}n{draw(st.integers(0, sizes[d] - 1))}")
+    pair = st.tuples(st.integers(0, len(sizes) - 1), st.integers(0, len(sizes) - 1)).filter(lambda p: p[0] < p[1])
+    links = draw(st.sets(pair, max_size=2))
+    return Scenario(
+        candidates=candidates,
+        node_faults=frozenset(kinds["node_faults"]),
+        nvlink_faults=frozenset(kinds["nvlink_faults"]),
+        slow_nodes=frozenset(kinds["slow_nodes"]),
+        link_faults=frozenset((f"d{a:02d}", f"d{b:02d}") for a, b in links),
+    )
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(wide_scenarios())
+def test_across_many_domains_any_persistent_fault_set_ends_in_an_exact_verdict(scenario: Scenario) -> None:
+    run = run_planner(plan_isolation_round, scenario)
+    assert run.max_rounds_disjoint
+    assert is_exact(run.verdict, scenario), run.verdict
+    assert run.rounds <= 16
 
 
 @settings(max_examples=50, deadline=None)

@@ -2,7 +2,10 @@
 
 Round 1 screens each domain (MNNVL on) and, in the same round, two representatives taken out of every domain
 form one group spanning all domains: a healthy cluster is certified, links included, in a single round.
-(Two per domain, so the representatives also exercise NVLink with a peer of their own domain.)
+(Two per domain, so the representatives also exercise NVLink with a peer of their own domain.) From
+`WHOLE_DOMAIN_SCREENING` domains on, that group is so large that one transient node almost always fails it and
+clearing its members costs its size again: round 1 then screens whole domains only, and the domain pairs no
+group has spanned yet are open, to be screened by cleared nodes like the pairs of a failed group.
 
 Every later round is planned from what the results prove (`knowledge`), in four parts that use disjoint
 nodes and share the round:
@@ -20,10 +23,18 @@ nodes and share the round:
 - link search: while a failure may still be a node's, one re-screen of the involved domains with cleared
   nodes; once a group of cleared nodes failed, the domains are cut into k blocks and every pair of blocks is
   tested at once (each domain lends k-1 cleared nodes), so the open pairs shrink by about k^2 per round
-  instead of halving, and the last few pairs are tested one by one. Across many domains (`RESCREEN_DOMAINS`)
+  instead of halving, and the last few pairs are tested one by one. When the open pairs lie between two sides
+  (as after a block round: only the failed union of two blocks stays open), each side is cut into blocks
+  instead, so no open pair lies inside a block and a faulty link fails one test rather than every test with
+  its block. Across many domains (`RESCREEN_DOMAINS`)
   the block search waits for two failures of cleared nodes spanning every open pair, so a lone failed
   re-screen is repeated first: there it meets a transient node more often than a link fault, and a re-screen
-  costs one node per domain where a block round costs k-1. A test of a single pair also runs a second time at
+  costs one node per domain where a block round costs k-1 (from `LARGE_RESCREEN_DOMAINS` on, three failures).
+  From `BATCH_DOMAINS` on, the link tests also wait while a domain has no cleared node to lend yet and other tests
+  run anyway, so the late domains join one batch instead of each costing another screen of every domain; from
+  `WHOLE_DOMAIN_SCREENING` on, a cross-boundary probe (which takes a whole domain) takes only the nodes the
+  link tests leave.
+  Known faulty links are kept out of every test. A test of a single pair also runs a second time at
   once on nodes left over, while the pair still needs both failures that make a link fault, so the round
   that reaches a faulty link usually proves it too;
 - cross-boundary probing: a failed group inside one domain, larger than `minGroupSize`, whose members were all
@@ -39,7 +50,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
-from nvcre_argo.plan.isolation.knowledge import LINK_ISOLATIONS, Knowledge, Pair, derive_knowledge
+from nvcre_argo.plan.isolation.knowledge import LINK_ISOLATIONS, Knowledge, Pair, derive_knowledge, domain_pairs
 from nvcre_argo.plan.isolation.model import (
     DEFAULT_SETTINGS,
     Candidate,
@@ -57,10 +68,22 @@ from nvcre_argo.plan.isolation.model import (
 REPRESENTATIVES_PER_DOMAIN = 2
 MAX_LINK_BLOCKS = 6
 """Blocks per link-search round: k blocks cost k-1 nodes per domain and (k-1) x domains node-jobs."""
+BIPARTITE_BLOCKS = 3
+"""Blocks per side when the open pairs lie between two sides: 3 x 3 tests leave a ninth of them open for three
+nodes per domain."""
+BATCH_DOMAINS = 16
+"""From this many domains on, link tests wait for late domains (`_late_domains`) while other tests run anyway."""
 RESCREEN_DOMAINS = 32
 """From this many domains on, a failed re-screen of cleared nodes is repeated before the block search."""
 RESCREEN_FAILURES = 2
 """Failures of a re-screen of all open pairs (cleared nodes only) that start the block search."""
+LARGE_RESCREEN_DOMAINS = 128
+"""From this many domains on, a re-screen is so large that two transients in a row are common: one failure more
+starts the block search (whose rounds cost several re-screens each)."""
+WHOLE_DOMAIN_SCREENING = 32
+"""From this many domains on, round 1 screens whole domains and links are screened afterwards by cleared nodes:
+a group of two representatives per domain is then so large that one transient node almost always fails it, and
+clearing its members costs its size again."""
 
 
 def plan_isolation_round(
@@ -106,9 +129,8 @@ def _by_domain(candidates: Sequence[Candidate]) -> dict[str, list[str]]:
 
 def _screening_groups(candidates: Sequence[Candidate], min_group_size: int) -> tuple[Group, ...]:
     domains = _by_domain(candidates)
-    if len(domains) == 1:
-        (nodes,) = domains.values()
-        return (Group(nodes=tuple(nodes), mnnvl=True, stage="intra-screening"),)
+    if len(domains) == 1 or len(domains) >= WHOLE_DOMAIN_SCREENING:
+        return tuple(Group(nodes=tuple(nodes), mnnvl=True, stage="intra-screening") for nodes in domains.values())
     groups: list[Group] = []
     representatives: list[str] = []
     for nodes in domains.values():
@@ -131,11 +153,17 @@ def _follow_up_groups(
         used.update(nodes)
         groups.append(Group(nodes=tuple(sorted(nodes)), mnnvl=True, stage=stage))
 
-    for result in k.unexplained_once:
-        if not used.intersection(result.group.nodes):
-            take(result.group.nodes, "cross-boundary")
-
     domains = _by_domain(candidates)
+    many = len(domains) >= WHOLE_DOMAIN_SCREENING
+    probes = [result.group.nodes for result in k.unexplained_once]
+
+    def take_probes() -> None:
+        for nodes in probes:
+            if not used.intersection(nodes):
+                take(nodes, "cross-boundary")
+
+    if not many:
+        take_probes()
     spare = {d: [n for n in _by_health(nodes, k) if n in k.cleared] for d, nodes in domains.items()}
     suspects, to_split = _classify_unknown(candidates, k, min_group_size)
     for domain, unsettled in sorted(to_split.items()):
@@ -175,7 +203,13 @@ def _follow_up_groups(
             if peer is not None:
                 take([suspect, peer], "confirmation")
 
-    groups.extend(_link_groups(k, spare, used, link_rounds))
+    # Across many domains a link test needs one node of nearly every domain; a probe (a whole failed screening
+    # group again) would hold its domain back from it, so probes there take what the link tests leave.
+    can_wait = len(domains) >= BATCH_DOMAINS and bool(groups or probes)
+    for group in _link_groups(k, spare, used, link_rounds, can_wait=can_wait):
+        take(group.nodes, group.stage)
+    if many:
+        take_probes()
     return tuple(groups)
 
 
@@ -206,14 +240,14 @@ def _classify_unknown(
 
 
 def _open_pairs(k: Knowledge) -> set[Pair]:
-    """Domain pairs some failed group spans that no passed group has verified and no fault explains."""
-    pairs: set[Pair] = set()
-    for job in k.failed:
-        pairs.update(p for p in job.unverified if p not in k.faulty_links)
-    return pairs
+    """Domain pairs that no passed group has verified and no fault explains: those some failed group spans, and
+    those no group has spanned yet (round 1 screened whole domains)."""
+    return {p for p in domain_pairs(k.domain_of.values()) if p not in k.verified and p not in k.faulty_links}
 
 
-def _link_groups(k: Knowledge, spare: dict[str, list[str]], used: set[str], link_rounds: int | None) -> list[Group]:
+def _link_groups(
+    k: Knowledge, spare: dict[str, list[str]], used: set[str], link_rounds: int | None, *, can_wait: bool
+) -> list[Group]:
     """Tests of the open domain pairs with cleared nodes.
 
     While no failed group is down to cleared nodes (its failure may be a node's), one re-screen of every
@@ -221,9 +255,12 @@ def _link_groups(k: Knowledge, spare: dict[str, list[str]], used: set[str], link
     only explanation left), the domains are cut into k blocks and every pair of blocks is tested in the same
     round, or each pair on its own once the open pairs are few or the last block round failed everywhere
     (several faulty links). Known faulty pairs are kept out of every test: they would fail it regardless.
+    The tests wait while a domain is late (`_late_domains`) and other tests run this round anyway (`can_wait`).
     """
     pairs = _open_pairs(k)
     available = {d: [n for n in nodes if n not in used] for d, nodes in spare.items()}
+    if can_wait and _late_domains(k, pairs):
+        return []
     pairs = {p for p in pairs if available[p[0]] and available[p[1]]}
     if not pairs:
         return []
@@ -262,6 +299,19 @@ def _link_groups(k: Knowledge, spare: dict[str, list[str]], used: set[str], link
     return groups
 
 
+def _late_domains(k: Knowledge, pairs: set[Pair]) -> bool:
+    """Whether a domain of an open pair has no cleared node yet but may have one later (it has a node not known
+    faulty).
+
+    A test of the pairs with such a domain needs a node of every domain it pairs with: testing the others now
+    and the late domain next round screens nearly every domain twice, so the link tests wait for one batch. A
+    domain whose cleared nodes are only busy this round (confirmation partners) does not hold the batch back:
+    that would cost a round for nothing more than the one node it lends."""
+    hopeful = {domain for node, domain in k.domain_of.items() if node not in k.faulty}
+    cleared = {k.domain_of[node] for node in k.cleared}
+    return any(d not in cleared and d in hopeful for d in {d for p in pairs for d in p})
+
+
 def _direct_failures(k: Knowledge) -> Counter[Pair]:
     """Failed tests of exactly one domain pair with cleared nodes: `LINK_ISOLATIONS` of them make a fault."""
     counts: Counter[Pair] = Counter()
@@ -291,7 +341,8 @@ def _unconfirmed(k: Knowledge, pairs: set[Pair], domains: list[str]) -> bool:
     """
     if len(domains) < RESCREEN_DOMAINS:
         return False
-    return sum(1 for job in k.failed if not job.unknown and pairs <= set(job.unverified)) < RESCREEN_FAILURES
+    needed = RESCREEN_FAILURES + (len(domains) >= LARGE_RESCREEN_DOMAINS)
+    return sum(1 for job in k.failed if not job.unknown and pairs <= set(job.unverified)) < needed
 
 
 def _pair_tests(pairs: set[Pair], available: dict[str, list[str]]) -> list[list[str]]:
@@ -314,26 +365,113 @@ def _pair_tests(pairs: set[Pair], available: dict[str, list[str]]) -> list[list[
 
 def _avoid_faulty_links(members: list[str], faulty: set[Pair]) -> list[list[str]]:
     """The same pairs as one test over `members`, less the known faulty ones: a vertex cover of the faulty
-    pairs is left out of the main test and each cover domain joins it in a test of its own."""
+    pairs is left out of the main test, and each cover domain is tested with the rest less its faulty partners
+    (a test holding a faulty pair would fail whatever else it holds)."""
     inside = {(a, b) for a, b in faulty if a in members and b in members}
     if not inside:
         return [members]
     cover: list[str] = []
-    while inside:
-        degree: defaultdict[str, int] = defaultdict(int)
-        for a, b in inside:
-            degree[a] += 1
-            degree[b] += 1
+    left = set(inside)
+    while left:
+        degree: Counter[str] = Counter(d for p in left for d in p)
         pick = min(degree, key=lambda d: (-degree[d], d))
         cover.append(pick)
-        inside = {p for p in inside if pick not in p}
+        left = {p for p in left if pick not in p}
     base = [d for d in members if d not in cover]
-    tests = [sorted([*base, c]) for c in cover]
+
+    def partners(domain: str) -> set[str]:
+        return {b if a == domain else a for a, b in inside if domain in (a, b)}
+
+    tests = [base] + [sorted([c, *(d for d in base if d not in partners(c))]) for c in cover]
     tests += [[a, b] for i, a in enumerate(cover) for b in cover[i + 1 :] if tuple(sorted((a, b))) not in faulty]
-    return [t for t in tests if len(t) >= 2]
+    tests = [t for t in tests if len(t) >= 2]
+    return [t for t in tests if not any(set(t) < set(other) for other in tests)]
 
 
 def _blocks(domains: list[str], pairs: set[Pair], count: int, rotation: int) -> list[list[str]]:
+    """The blocks of a link-search round, per connected group of open pairs: each side cut apart where the open
+    pairs lie between two sides (`_bipartite_blocks`), the rest together by a rotating digit (`_digit_blocks`).
+    Tests pair blocks with an open pair between them, so blocks of different groups are never tested together."""
+    blocks: list[list[str]] = []
+    rest: list[str] = []
+    for component in _components(domains, pairs):
+        sides = _sides(component, pairs)
+        if sides is None:
+            rest.extend(component)
+        else:
+            blocks.extend(_bipartite_blocks(sides, min(BIPARTITE_BLOCKS, count - 1)))
+    if rest:
+        blocks.extend(_digit_blocks(sorted(rest), {p for p in pairs if p[0] in rest}, count, rotation))
+    return blocks
+
+
+def _components(domains: list[str], pairs: set[Pair]) -> list[list[str]]:
+    """The domains joined by open pairs, group by group (each sorted); domains without an open pair are left out.
+    Several faulty links far apart each leave their own group: cut together, their blocks would line up the same
+    way round after round."""
+    neighbours: defaultdict[str, set[str]] = defaultdict(set)
+    for a, b in pairs:
+        neighbours[a].add(b)
+        neighbours[b].add(a)
+    seen: set[str] = set()
+    components: list[list[str]] = []
+    for start in domains:
+        if start in seen or start not in neighbours:
+            continue
+        seen.add(start)
+        stack, members = [start], [start]
+        while stack:
+            for there in neighbours[stack.pop()] - seen:
+                seen.add(there)
+                stack.append(there)
+                members.append(there)
+        components.append(sorted(members))
+    return components
+
+
+def _sides(domains: list[str], pairs: set[Pair]) -> tuple[list[str], list[str]] | None:
+    """The two sides of the open pairs among `domains` when no open pair lies within a side (a two-colouring),
+    else None.
+
+    This is the usual shape after a block round: the one failed union of two blocks leaves open only the pairs
+    between them, since the other tests with either block passed."""
+    members = set(domains)
+    neighbours: defaultdict[str, set[str]] = defaultdict(set)
+    for a, b in pairs:
+        if a in members and b in members:
+            neighbours[a].add(b)
+            neighbours[b].add(a)
+    colour: dict[str, int] = {}
+    for start in domains:
+        if start in colour or start not in neighbours:
+            continue
+        colour[start] = 0
+        queue = [start]
+        while queue:
+            here = queue.pop()
+            for there in sorted(neighbours[here]):
+                if there not in colour:
+                    colour[there] = 1 - colour[here]
+                    queue.append(there)
+                elif colour[there] == colour[here]:
+                    return None
+    sides = ([d for d in domains if colour.get(d) == 0], [d for d in domains if colour.get(d) == 1])
+    return sides if sides[0] and sides[1] else None
+
+
+def _bipartite_blocks(sides: tuple[list[str], list[str]], per_side: int) -> list[list[str]]:
+    """Each side cut into `per_side` consecutive blocks. No open pair lies inside a block, so each lies in
+    exactly one test (a block of each side): a faulty link fails one test and leaves open a 1/per_side^2 share,
+    for per_side tests per domain; blocks mixing both sides would hold it inside a block, failing every test
+    with that block."""
+    blocks: list[list[str]] = []
+    for side in sides:
+        parts = min(per_side, len(side))
+        blocks.extend(side[i * len(side) // parts : (i + 1) * len(side) // parts] for i in range(parts))
+    return blocks
+
+
+def _digit_blocks(domains: list[str], pairs: set[Pair], count: int, rotation: int) -> list[list[str]]:
     """Cut the domains into `count` blocks by one base-`count` digit of their index, the digit rotating with
     each block round among those that separate some open pair. Any two domains differ in some digit, so a faulty
     pair inside one block is split within a few rounds; a fixed layout would test it inside one block forever."""
