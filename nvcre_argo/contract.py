@@ -42,6 +42,7 @@ CONCURRENCY_KEY = "max-concurrent"
 # Templates inside the certification (parent) Workflow.
 TEMPLATE_CERTIFICATION = "certification"
 TEMPLATE_VERDICT = "verdict"
+TEMPLATE_SUMMARY = "summary"
 # The certification WorkflowTemplate (installed by `nvcre-argo install`) that certification Workflows compiled
 # with `--template-ref` reference, as Argo's `templateReferencing: Strict` requires: its parameters are the
 # certification's name, its category Workflows (a JSON object, step name -> manifest) and the step names in

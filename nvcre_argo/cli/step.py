@@ -45,7 +45,7 @@ from nvcre_argo.steps.measurements import measure_log
 from nvcre_argo.steps.planning import load_plan, plan_step
 from nvcre_argo.steps.recording import read_group_results, record_step
 from nvcre_argo.steps.running import RunSettings, run_group
-from nvcre_argo.steps.verdict import judge, parse_step_names
+from nvcre_argo.steps.verdict import STEPS_SUCCEEDED, judge, parse_step_names
 from nvcre_argo.yamlio import load_yaml_mapping
 
 
@@ -249,6 +249,20 @@ def category_command(ctx: click.Context) -> None:
     click.echo(outcome.summary())
     if not outcome.passed:
         _fail_with(outcome.summary())
+
+
+@step_group.command("summary")
+@click.pass_context
+def summary_command(ctx: click.Context) -> None:
+    """The certification Workflow's last step: list each category's verdict; never fails (the exit handler
+    does, see `verdict`)."""
+    kube, parent = _kube(ctx), _parent()
+    verdict = judge(
+        parse_step_names(_require(contract.ENV_CATEGORY_STEPS)),
+        category_children(kube, parent, _require(contract.ENV_CERTIFICATION)),
+        steps_status=STEPS_SUCCEEDED,
+    )
+    click.echo(verdict.summary())
 
 
 @step_group.command("verdict")

@@ -190,6 +190,20 @@ def verdict_handler(target: WorkflowTarget, step_names: str) -> Container:
     )
 
 
+def summary_step(target: WorkflowTarget, step_names: str) -> Container:
+    """The last step of both certification shapes, after every category: it lists each category's verdict
+    (see `steps.verdict`) and always succeeds; the exit handler fails the Workflow. It is there for Argo's
+    `terminate`, which runs no exit handler and fails only the steps it never starts: the categories
+    `continueOn` their failures, so without a step after them a terminated certification would end
+    Succeeded."""
+    return parent_step(
+        contract.TEMPLATE_SUMMARY,
+        target,
+        ["summary"],
+        env=[m.EnvVar(name=contract.ENV_CATEGORY_STEPS, value=step_names)],
+    )
+
+
 def _category_step(target: WorkflowTarget, category: ResolvedCategory, argument: str, of: int) -> Container:
     """The step that starts, follows (and if need be stops) one category's Workflow."""
     manifest = category_workflow_manifest(target, category, arguments=argument, of=of)
@@ -267,9 +281,11 @@ def build_certification_workflow(
             for category, argument in zip(categories, arguments, strict=True)
         ]
         verdict_handler(target, json.dumps(names))
+        summary = summary_step(target, json.dumps(names))
         with Steps(name=contract.TEMPLATE_CERTIFICATION):
             for name, follower in zip(names, followers, strict=True):
                 follower(name=name, continue_on=m.ContinueOn(failed=True, error=True))
+            summary(name=contract.TEMPLATE_SUMMARY)
     result: dict[str, Any] = workflow.to_dict()
     result["metadata"] = certification_metadata(target, len(categories))
     result["spec"] |= lifetime_spec(target) | dict(target.placement)

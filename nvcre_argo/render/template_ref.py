@@ -41,6 +41,7 @@ from nvcre_argo.render.certification_workflow import (
     lifetime_spec,
     parent_step,
     step_output,
+    summary_step,
     verdict_handler,
 )
 from nvcre_argo.resolve.category import ResolvedCategory
@@ -154,6 +155,7 @@ def build_certification_template(*, step_image: str) -> dict[str, Any]:
             ],
         )
         verdict_handler(target, f"{{{{workflow.parameters.{contract.PARAM_CATEGORY_STEPS}}}}}")
+        summary = summary_step(target, f"{{{{workflow.parameters.{contract.PARAM_CATEGORY_STEPS}}}}}")
         # parallelism 1: Argo starts a fan-out's items in order, one after the other, as spec order requires.
         with Steps(name=contract.TEMPLATE_CERTIFICATION, parallelism=1):
             follower(
@@ -162,5 +164,6 @@ def build_certification_template(*, step_image: str) -> dict[str, Any]:
                 arguments=[Parameter(name=contract.PARAM_STEP, value="{{item}}")],
                 continue_on=m.ContinueOn(failed=True, error=True),
             )
+            summary(name=contract.TEMPLATE_SUMMARY)
     result: dict[str, Any] = template.to_dict()
     return result

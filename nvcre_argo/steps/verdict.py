@@ -7,6 +7,8 @@ gives a Workflow whose steps succeeded and whose exit handler failed that handle
 Workflows says `... FAILED: 1/2 categories did not succeed: nccl-all-reduce`; a failed last step would give
 it Argo's `child '<node id>' failed`. As the exit handler it also runs when the Workflow is stopped, and
 stops the category Workflows a killed step left running (`steps.children.stop_children`) before judging.
+Argo's `terminate` runs no exit handler: the last step, `summary` (it lists the verdicts and never fails),
+then fails as a step Argo never started, so a terminated certification never ends Succeeded.
 
 What it judges by is what each category step decided: the step marks the category Workflow it followed with
 its verdict (`nvcre.nvidia.com/reported`: Passed, Failed or Stopped, see `steps.children`). Only a `Passed`

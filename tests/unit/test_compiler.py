@@ -180,7 +180,7 @@ def step_groups(workflow: dict[str, Any]) -> list[list[dict[str, Any]]]:
 
 
 def category_steps(workflow: dict[str, Any]) -> list[dict[str, Any]]:
-    return [group[0] for group in step_groups(workflow)]
+    return [group[0] for group in step_groups(workflow)[:-1]]
 
 
 def category_manifests(workflow: dict[str, Any], parent_name: str | None = None) -> list[dict[str, Any]]:
@@ -256,7 +256,7 @@ def test_categories_run_in_spec_order_one_step_group_each(case: str) -> None:
     manifests = category_manifests(workflow)
 
     assert [len(group) for group in groups] == [1] * len(groups)
-    assert len(groups) == len(spec_categories(case))
+    assert len(groups) == len(spec_categories(case)) + 1
     assert [step["template"] for step in category_steps(workflow)] == [
         f"category-{index}" for index in range(len(spec_categories(case)))
     ]
@@ -301,8 +301,15 @@ def test_the_verdict_is_the_exit_handler_and_knows_every_category_step_in_spec_o
     assert verdict["container"]["args"] == ["verdict"]
     assert json.loads(env[contract.ENV_CATEGORY_STEPS]) == [step["name"] for step in category_steps(workflow)]
     assert env[contract.ENV_STEPS_STATUS] == "{{workflow.status}}"
-    # No step after the categories: a failed last step would make Argo's message `child '<node id>' failed`.
-    assert [step["name"] for step in step_groups(workflow)[-1]] == [category_steps(workflow)[-1]["name"]]
+    # After the categories only `summary`, which never fails (a failed step would make Argo's message
+    # `child '<node id>' failed`) and fails a terminated Workflow as a step never started.
+    (last,) = step_groups(workflow)[-1]
+    summary = templates_by_name(workflow)[last["template"]]
+    assert (last["name"], "continueOn" in last) == (contract.TEMPLATE_SUMMARY, False)
+    assert summary["container"]["args"] == ["summary"]
+    assert {env["name"]: env["value"] for env in summary["container"]["env"]}[contract.ENV_CATEGORY_STEPS] == (
+        env[contract.ENV_CATEGORY_STEPS]
+    )
 
 
 @pytest.mark.parametrize("case", ALL_CASES)
