@@ -453,3 +453,43 @@ def test_compile_carries_catalog_platform_arms_into_the_workflow(tmp_path: Path)
     categories = compiled_categories("--catalog", str(tmp_path))
 
     assert all([arm.name for arm in category.platform_arms or ()] == ["site-nic"] for category in categories)
+
+
+# --- the result ConfigMaps and the report carry the platform ---------------------------------------------------
+
+
+def test_both_result_configmaps_carry_the_platform_and_the_report_prints_it() -> None:
+    from nvcre_argo.report.model import CategoryResults, build_report
+    from nvcre_argo.report.render import render_json, render_text
+    from nvcre_argo.results import (
+        FailedNode,
+        PlatformRecord,
+        failed_nodes_configmap_manifest,
+        read_failed_nodes,
+        read_platform,
+        succeeded_nodes_configmap_manifest,
+    )
+    from tests.unit.test_report import CERT, status_for
+
+    record = PlatformRecord(platform="aws", arms=("aws-efa-nccl-tests", "aws-efa-p5en"), gpu_architecture="h200")
+    failed = failed_nodes_configmap_manifest(
+        "f", "ns", [FailedNode("n1", "ThresholdViolation", "m")], annotations=record.annotations()
+    )
+    succeeded = succeeded_nodes_configmap_manifest("s", "ns", ["n2"], annotations=record.annotations())
+
+    assert read_platform(failed) == read_platform(succeeded) == record
+    assert read_failed_nodes(failed) == [FailedNode("n1", "ThresholdViolation", "m")]
+    assert failed["metadata"]["annotations"] == {
+        "nvcre.nvidia.com/gpu-architecture": "h200",
+        "nvcre.nvidia.com/platform": "aws",
+        "nvcre.nvidia.com/platform-arms": "aws-efa-nccl-tests,aws-efa-p5en",
+    }
+    report = build_report(CERT, status_for("Succeeded", "Failed"), {0: CategoryResults(platform=record)})
+    assert "  Platform:  aws, GPU h200, arms: aws-efa-nccl-tests, aws-efa-p5en\n" in render_text(report)
+    assert '"platformArms": [' in render_json(report)
+
+
+def test_a_result_configmap_written_before_platforms_has_no_platform_record() -> None:
+    from nvcre_argo.results import read_platform, succeeded_nodes_configmap_manifest
+
+    assert read_platform(succeeded_nodes_configmap_manifest("s", "ns", ["n2"])) is None
