@@ -254,3 +254,23 @@ def test_user_options_and_the_gang_scheduler_apply_after_the_platform_arms() -> 
     assert container["image"] == "registry.example.com/mine:1"
     assert spec["schedulerName"] == "kai-scheduler"
     assert container["resources"]["limits"]["vpc.amazonaws.com/efa"] == 32
+
+
+def test_aws_loopback_runs_the_nccl_tests_binary_of_the_image_the_arm_puts_in() -> None:
+    """The arm replaces the image of every communication entry, single-node loopback included, so the binary
+    path must follow it (the NGC path does not exist in the aws-ofi-nccl image)."""
+    from nvcre_argo.plan.planner import plan_category
+    from nvcre_argo.plan.platform import category_arms
+    from nvcre_argo.render.planned import render_planned_objects
+    from tests.unit.platform_cases import case_nodes
+    from tests.unit.test_plan import resolve
+
+    category = resolve({"domain": "communication", "variant": "nccl-loopback"})
+    plan = plan_category(case_nodes(CASES["aws-p5-h100-nccl"]), category, arms=category_arms(category))
+    objects = render_planned_objects(category, plan, name="r", namespace="n", num_nodes=1)
+    trainjob = render_trainjob(
+        category, objects.gpu, name="j", namespace="n", certification="c", runtime_name="r", group="g0", nodes=["gpu-0"]
+    )
+
+    assert "efa" in worker(objects.runtime)[1]["image"]
+    assert trainjob["spec"]["trainer"]["command"] == ["/opt/nccl-tests/build/all_reduce_perf"]
