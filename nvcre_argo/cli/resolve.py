@@ -11,6 +11,7 @@ from nvcre_argo.cli.catalog import catalog_dir_option, open_catalog
 from nvcre_argo.cli.inputs import load_all, report_invalid, report_warnings
 from nvcre_argo.errors import CatalogError, CompileError, InvalidDocumentError
 from nvcre_argo.plan.platform import platform_gpu_values, select_arms
+from nvcre_argo.platform.apply import render_compute_domain
 from nvcre_argo.platform.arms import PlatformArm, load_builtin_arms, load_extra_arms, merge_arms
 from nvcre_argo.platform.detect import PLATFORMS
 from nvcre_argo.render.runtime import render_runtime
@@ -95,7 +96,8 @@ def resolve_command(
 
     The TrainJob is shown for an example group of --nodes nodes named example-node-1.. (the real groups are
     planned on the cluster). With --platform (and --gpu-arch, --instance-type) the platform's arms are applied
-    as the plan step would apply them on such nodes, and the summary lists them in the order applied.
+    as the plan step would apply them on such nodes, and the summary lists them in the order applied; a
+    GB200/GB300 category's ComputeDomain is printed before its TrainJob.
     """
     if instance_type and not platform:
         raise click.BadParameter("needs --platform", param_hint="'--instance-type'")
@@ -143,6 +145,11 @@ def resolve_command(
                     namespace=certification.metadata.namespace,
                     num_nodes=nodes,
                     arms=applied,
+                ),
+                *(
+                    [render_compute_domain(runtime, namespace=certification.metadata.namespace, num_nodes=nodes)]
+                    if any(arm.patch.compute_domain for arm in applied)
+                    else []
                 ),
                 render_trainjob(
                     category,

@@ -51,11 +51,18 @@ def _plan(nodes: list[Node], category: ResolvedCategory, arms: Sequence[Platform
     )
 
 
+# Where the reference auto-detects an on-prem NIC resource (ADR-075, widened to x86 HGX by ADR-094): the GB and
+# Blackwell HGX workloads that move data between nodes, never single-node DCGM.
+NIC_DETECTION_ARCHITECTURES = ("gb200", "gb300", "b200", "b300")
+NIC_DOMAINS = ("communication", "training")
+
+
 def _choose_platform(
     nodes: list[Node], category: ResolvedCategory, architecture: str | None, arms: Sequence[PlatformArm]
 ) -> PlatformChoice | None:
     """Detected from the nodes that will run (a pinned platform skips the rules, not the instance type); the
-    arms that match; on-prem, the one NIC resource every node has enough of, unless nicResourceName is set."""
+    arms that match; on-prem GB200/GB300/B200/B300 collectives and training, the one NIC resource every node
+    has enough of, unless nicResourceName is set."""
     detection = detect_platform(nodes) if category.platform is None else None
     if category.platform is None and detection is None:
         return None
@@ -63,7 +70,12 @@ def _choose_platform(
     instance_type = detection.instance_type if detection else common_instance_type(nodes)
     applied = select_arms(category, arms, platform=name, architecture=architecture, instance_type=instance_type)
     nic = None
-    if name == "onprem" and category.options.nic_resource_name is None:
+    if (
+        name == "onprem"
+        and category.options.nic_resource_name is None
+        and category.domain in NIC_DOMAINS
+        and architecture in NIC_DETECTION_ARCHITECTURES
+    ):
         nic = detect_nic_resource(nodes, platform_gpu_values(category, architecture, applied).mlnx_per_node)
     return PlatformChoice(
         name=name,

@@ -493,3 +493,49 @@ def test_a_result_configmap_written_before_platforms_has_no_platform_record() ->
     from nvcre_argo.results import read_platform, succeeded_nodes_configmap_manifest
 
     assert read_platform(succeeded_nodes_configmap_manifest("s", "ns", ["n2"])) is None
+
+
+def test_resolve_with_a_platform_lists_the_arms_and_prints_the_compute_domain_of_a_gb200_category(
+    tmp_path: Path,
+) -> None:
+    from nvcre_argo.yamlio import load_yaml_documents
+
+    document = SEED_EXAMPLE.read_text(encoding="utf-8").replace("enableMNNVL: false", "enableMNNVL: true")
+    (tmp_path / "cert.yaml").write_text(document, encoding="utf-8")
+
+    result = CliRunner().invoke(
+        cli,
+        ["resolve", str(tmp_path / "cert.yaml"), "--gpu-arch", "gb200", "--platform", "gcp", "--category", "0"],
+        catch_exceptions=False,
+    )
+
+    assert result.exit_code == 0, result.stderr
+    summary, runtime, domain, trainjob = list(load_yaml_documents(result.stdout))
+    assert summary["platform"] == {"name": "gcp", "instanceType": None, "arms": ["gb-compute-domain", "gcp-a4x-rdma"]}
+    assert [runtime["kind"], domain["kind"], trainjob["kind"]] == ["TrainingRuntime", "ComputeDomain", "TrainJob"]
+    assert domain["spec"]["channel"]["resourceClaimTemplate"]["name"] == f"{runtime['metadata']['name']}-channel"
+
+
+def test_resolve_refuses_an_instance_type_without_a_platform() -> None:
+    result = CliRunner().invoke(cli, ["resolve", str(SEED_EXAMPLE), "--instance-type", "p5.48xlarge"])
+
+    assert result.exit_code == 2
+    assert "--instance-type" in result.stderr
+
+
+def test_on_prem_nic_detection_is_for_gb_and_blackwell_collectives_only() -> None:
+    from nvcre_argo.plan.planner import plan_category
+    from tests.unit.test_plan import make_node
+
+    def planned_nic(product: str, gpus: str, entry: dict[str, str]) -> str | None:
+        nodes = [make_node(f"n{index}", product=product, gpus=gpus) for index in range(2)]
+        for item in nodes:
+            item["status"]["allocatable"]["rdma/ib"] = "8"
+        plan = plan_category(nodes, resolve(entry, enableMNNVL=False), arms=load_builtin_arms())
+        assert plan.platform is not None
+        return plan.platform.nic_resource
+
+    assert planned_nic("NVIDIA-GB200", "4", ALL_REDUCE) == "rdma/ib"
+    assert planned_nic("NVIDIA-B200", "8", NEMOTRON) == "rdma/ib"
+    assert planned_nic("NVIDIA-H100-80GB-HBM3", "8", ALL_REDUCE) is None
+    assert planned_nic("NVIDIA-GB200", "4", DCGM) is None
