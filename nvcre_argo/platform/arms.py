@@ -34,9 +34,7 @@ DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 
 
 class _ArmModel(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, populate_by_name=True, alias_generator=to_camel, serialize_by_alias=True
-    )
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, alias_generator=to_camel)
 
 
 class StringMatch(_ArmModel):
