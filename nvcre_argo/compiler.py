@@ -20,6 +20,7 @@ from nvcre_argo.catalog.loader import Catalog
 from nvcre_argo.errors import CompileError, FieldError, MapKey, Path
 from nvcre_argo.loading import LoadedCertification, document_order
 from nvcre_argo.names import DNS_LABEL_LIMIT
+from nvcre_argo.platform.arms import PlatformArm
 from nvcre_argo.render.certification_workflow import (
     DEFAULT_LOCK,
     DEFAULT_TTL_SECONDS,
@@ -38,6 +39,10 @@ class CompileOptions:
     namespace: str | None = None
     name: str | None = None
     gpu_architecture: str | None = None
+    # `--platform`: pins the platform the plan step would otherwise detect; `--catalog DIR/_platform/` arms go
+    # into the categories so the plan step (which ships only the built-in arms) applies them too.
+    platform: str | None = None
+    platform_arms: tuple[PlatformArm, ...] = ()
     owner_references: Sequence[dict[str, Any]] = ()
     # The Argo mutex the certification Workflow holds (None: none); see render.certification_workflow.
     lock: str | None = DEFAULT_LOCK
@@ -116,6 +121,10 @@ def _prepare(
     errors += resolve_errors
     if options.gpu_architecture:
         resolved = [category.model_copy(update={"gpu_architecture": options.gpu_architecture}) for category in resolved]
+    if options.platform:
+        resolved = [category.model_copy(update={"platform": options.platform}) for category in resolved]
+    if options.platform_arms:
+        resolved = [category.model_copy(update={"platform_arms": options.platform_arms}) for category in resolved]
     arguments = [category_arguments(category) for category in resolved]
     syntax_errors = _field_syntax_errors(certification.spec)
     errors += syntax_errors or _template_syntax_errors(resolved, arguments)

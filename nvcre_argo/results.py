@@ -123,6 +123,43 @@ def decode_succeeded_nodes(data: bytes) -> list[str]:
     return [name for name in (part.strip() for part in text.strip().split(",")) if name]
 
 
+PLATFORM_ANNOTATION: Final = "nvcre.nvidia.com/platform"
+PLATFORM_ARMS_ANNOTATION: Final = "nvcre.nvidia.com/platform-arms"
+GPU_ARCHITECTURE_ANNOTATION: Final = "nvcre.nvidia.com/gpu-architecture"
+
+
+@dataclass(frozen=True)
+class PlatformRecord:
+    """What the plan found and applied, carried by both result ConfigMaps as annotations (the plan's own
+    ConfigMap goes with its Workflow; these outlive it, so `nvcre-argo report` can still say which fabric
+    settings the measurements were taken with). Annotations, so the reference's data keys stay as they are."""
+
+    platform: str | None
+    arms: tuple[str, ...]
+    gpu_architecture: str | None
+
+    def annotations(self) -> dict[str, str]:
+        found = {
+            PLATFORM_ANNOTATION: self.platform,
+            PLATFORM_ARMS_ANNOTATION: ",".join(self.arms) if self.platform else None,
+            GPU_ARCHITECTURE_ANNOTATION: self.gpu_architecture,
+        }
+        return {key: value for key, value in found.items() if value is not None}
+
+
+def read_platform(configmap: Mapping[str, Any]) -> PlatformRecord | None:
+    """The platform record of a result ConfigMap; None when it carries none (written before it existed)."""
+    annotations = (configmap.get("metadata") or {}).get("annotations") or {}
+    if PLATFORM_ANNOTATION not in annotations and GPU_ARCHITECTURE_ANNOTATION not in annotations:
+        return None
+    arms = str(annotations.get(PLATFORM_ARMS_ANNOTATION) or "")
+    return PlatformRecord(
+        platform=annotations.get(PLATFORM_ANNOTATION),
+        arms=tuple(name for name in arms.split(",") if name),
+        gpu_architecture=annotations.get(GPU_ARCHITECTURE_ANNOTATION),
+    )
+
+
 def failed_nodes_configmap_manifest(
     name: str,
     namespace: str,
@@ -131,12 +168,19 @@ def failed_nodes_configmap_manifest(
     labels: Mapping[str, str] | None = None,
     *,
     diagnose: DiagnoseRecord | None = None,
+    annotations: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The failed-nodes ConfigMap manifest (`failed-nodes-<uid8>` in the reference's naming); a diagnose
     category's also carries its isolation summary under a key of its own (readers of the reference's key are
     unaffected)."""
     manifest = _configmap(
-        name, namespace, FAILED_NODES_KEY, encode_failed_nodes(nodes), owner_references=owner_references, labels=labels
+        name,
+        namespace,
+        FAILED_NODES_KEY,
+        encode_failed_nodes(nodes),
+        owner_references=owner_references,
+        labels=labels,
+        annotations=annotations,
     )
     if diagnose is not None:
         manifest["binaryData"] |= diagnose_binary_data(diagnose)
@@ -179,6 +223,8 @@ def succeeded_nodes_configmap_manifest(
     names: Iterable[str],
     owner_references: Sequence[Mapping[str, Any]] = (),
     labels: Mapping[str, str] | None = None,
+    *,
+    annotations: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The succeeded-nodes ConfigMap manifest (`succeeded-nodes-<uid8>` in the reference's naming)."""
     return _configmap(
@@ -188,6 +234,7 @@ def succeeded_nodes_configmap_manifest(
         encode_succeeded_nodes(names),
         owner_references=owner_references,
         labels=labels,
+        annotations=annotations,
     )
 
 
@@ -459,10 +506,13 @@ def _configmap(
     *,
     owner_references: Sequence[Mapping[str, Any]],
     labels: Mapping[str, str] | None,
+    annotations: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": name, "namespace": namespace}
     if labels:
         metadata["labels"] = dict(sorted(labels.items()))
+    if annotations:
+        metadata["annotations"] = dict(sorted(annotations.items()))
     if owner_references:
         metadata["ownerReferences"] = [dict(reference) for reference in owner_references]
     return {

@@ -4,6 +4,7 @@ A directory holds `<domain>/<variant>.yaml` files and an optional `_lib/` of sha
 name with `extends: <fragment>` (looked up in the same directory first, then in the built-in `_lib/`). An entry
 is the fragment chain deep-merged (mappings merge, lists and scalars replace), then validated strictly; a
 later directory's entry replaces an earlier one with the same domain/variant. Every problem names its file.
+An optional `_platform/` holds platform arms, which `nvcre_argo.platform.arms` reads.
 """
 
 from __future__ import annotations
@@ -62,7 +63,9 @@ def load_catalog(extra_dirs: Sequence[Path] = ()) -> Catalog:
 def _load_directory(directory: Traversable, builtin: Traversable) -> list[tuple[str, CatalogEntry]]:
     loaded = []
     for domain_dir in sorted(directory.iterdir(), key=lambda item: item.name):
-        if not domain_dir.is_dir() or domain_dir.name == LIB_DIR or domain_dir.name.startswith("."):
+        # `_lib/` (fragments), `_platform/` (platform arms, nvcre_argo.platform.arms): a domain is a DNS label,
+        # so no domain directory starts with `_`.
+        if not domain_dir.is_dir() or domain_dir.name.startswith(("_", ".")):
             continue
         for file in sorted(domain_dir.iterdir(), key=lambda item: item.name):
             if file.name.endswith((".yaml", ".yml")):

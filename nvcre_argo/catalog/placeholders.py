@@ -24,6 +24,7 @@ KNOWN_PLACEHOLDERS = frozenset(
         "numCycles",
         "mnnvl",
         "ncclBinary",
+        "mpirun",
         "timeoutSeconds",
         "maxSteps",
         "exitDurationMins",

@@ -22,12 +22,13 @@ import click
 from nvcre_argo import __version__, contract
 from nvcre_argo.cli.catalog import catalog_dir_option, open_catalog
 from nvcre_argo.cli.inputs import check_namespace, load_all, report_invalid, report_warnings, require_non_empty
-from nvcre_argo.cli.resolve import gpu_arch_option
+from nvcre_argo.cli.resolve import gpu_arch_option, open_arms
 from nvcre_argo.cli.validate import validate_files
 from nvcre_argo.cli.workflow_options import lifetime_options, step_placement, step_placement_options
 from nvcre_argo.compiler import CompiledCertification, CompileOptions, certification_warnings, compile_certifications
 from nvcre_argo.errors import DocumentError
 from nvcre_argo.names import DNS_LABEL_LIMIT
+from nvcre_argo.platform.detect import PLATFORMS
 from nvcre_argo.render.certification_workflow import DEFAULT_LOCK
 from nvcre_argo.yamlio import dump_yaml, dump_yaml_documents
 
@@ -136,6 +137,13 @@ def _check(files: dict[str, str], directory: Path) -> int:
 )
 @gpu_arch_option
 @click.option(
+    "--platform",
+    type=click.Choice(PLATFORMS),
+    default=None,
+    help="Pin the platform whose arms the plan step applies (it then skips detecting it from the nodes' "
+    "providerID and labels); preview the result with `nvcre-argo resolve --platform`.",
+)
+@click.option(
     "--lock",
     default=DEFAULT_LOCK,
     show_default=True,
@@ -168,6 +176,7 @@ def compile_command(
     name: str | None,
     step_image: str,
     gpu_arch: str | None,
+    platform: str | None,
     lock: str,
     no_lock: bool,
     check_dir: Path | None,
@@ -186,6 +195,8 @@ def compile_command(
         namespace=namespace,
         name=name,
         gpu_architecture=gpu_arch,
+        platform=platform,
+        platform_arms=open_arms(catalog_dirs),
         lock=None if no_lock else lock,
         placement=step_placement(**placement),
         ttl_seconds=ttl,

@@ -25,7 +25,7 @@ from nvcre_argo.catalog.loader import Catalog
 from nvcre_argo.cli.catalog import catalog_dir_option, open_catalog
 from nvcre_argo.cli.cluster import kubeconfig_option, open_cluster
 from nvcre_argo.cli.inputs import describe, load_all, read_source, report_invalid, report_warnings
-from nvcre_argo.cli.resolve import gpu_arch_option
+from nvcre_argo.cli.resolve import gpu_arch_option, open_arms
 from nvcre_argo.compiler import CompileOptions, certification_warnings, resolve_for_run
 from nvcre_argo.errors import CompileError, InvalidDocumentError
 from nvcre_argo.kube.client import ApiError
@@ -68,7 +68,9 @@ def plan_command(
     _check_node_source(ctx, nodes_file, kubeconfig, file)
     loaded = _load_one(file)
     catalog = open_catalog(catalog_dirs)
-    categories = _resolve(loaded, catalog, gpu_arch)
+    categories = _resolve(
+        loaded, catalog, CompileOptions(gpu_architecture=gpu_arch, platform_arms=open_arms(catalog_dirs))
+    )
     # Every category shares the Certification's target: the cluster is listed once.
     nodes = _read_nodes(nodes_file) if nodes_file is not None else _list_nodes(kubeconfig, categories[0].target)
     preview = preview_certification(describe(loaded), categories, nodes)
@@ -108,10 +110,10 @@ def _load_one(file: str) -> LoadedCertification:
     return loaded[0]
 
 
-def _resolve(loaded: LoadedCertification, catalog: Catalog, gpu_arch: str | None) -> list[ResolvedCategory]:
+def _resolve(loaded: LoadedCertification, catalog: Catalog, options: CompileOptions) -> list[ResolvedCategory]:
     """The categories as compiled (a document compile refuses is refused here, with the same messages)."""
     try:
-        categories = resolve_for_run(loaded, catalog=catalog, options=CompileOptions(gpu_architecture=gpu_arch))
+        categories = resolve_for_run(loaded, catalog=catalog, options=options)
     except CompileError as error:
         report_invalid(error)
         raise SystemExit(1) from None

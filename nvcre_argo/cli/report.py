@@ -17,10 +17,12 @@ from nvcre_argo.report.model import CategoryResults, build_report, exit_code
 from nvcre_argo.report.render import render_json, render_junit, render_text
 from nvcre_argo.results import (
     RECORD_GROUP_RESULT,
+    PlatformRecord,
     ResultsError,
     read_diagnose,
     read_failed_nodes,
     read_group_result,
+    read_platform,
     read_succeeded_nodes,
 )
 from nvcre_argo.watch.diagnose import diagnose_summary
@@ -72,11 +74,13 @@ def collect_results(kube: KubeClient, namespace: str, status: CertificationStatu
         succeeded: list[str] = []
         missing: list[str] = []
         diagnose: DiagnoseSummary | None = None
+        platform: PlatformRecord | None = None
         try:
             if category.failed_nodes_ref and (
                 configmap := _configmap(kube, namespace, category.failed_nodes_ref.name, missing)
             ):
                 diagnose = _diagnose(configmap, index)
+                platform = read_platform(configmap)
                 failed = [
                     {"name": node.name, "reason": node.reason, "message": node.message}
                     for node in read_failed_nodes(configmap)
@@ -91,7 +95,12 @@ def collect_results(kube: KubeClient, namespace: str, status: CertificationStatu
         for name in missing:
             click.echo(f"warning: category {index}: result ConfigMap {namespace}/{name} no longer exists", err=True)
         results[index] = CategoryResults(
-            failed_nodes=failed, succeeded_nodes=succeeded, figures=figures, missing=missing, diagnose=diagnose
+            failed_nodes=failed,
+            succeeded_nodes=succeeded,
+            figures=figures,
+            missing=missing,
+            diagnose=diagnose,
+            platform=platform,
         )
     return results
 

@@ -9,12 +9,15 @@ import click
 
 from nvcre_argo.cli.catalog import catalog_dir_option, open_catalog
 from nvcre_argo.cli.inputs import load_all, report_invalid, report_warnings
-from nvcre_argo.errors import CompileError, InvalidDocumentError
+from nvcre_argo.errors import CatalogError, CompileError, InvalidDocumentError
+from nvcre_argo.plan.platform import platform_gpu_values, select_arms
+from nvcre_argo.platform.apply import render_compute_domain
+from nvcre_argo.platform.arms import PlatformArm, load_builtin_arms, load_extra_arms, merge_arms
+from nvcre_argo.platform.detect import PLATFORMS
 from nvcre_argo.render.runtime import render_runtime
 from nvcre_argo.render.trainjob import render_trainjob
 from nvcre_argo.resolve.category import ResolvedCategory, resolution_warnings, resolve_certification
 from nvcre_argo.resolve.gpu import KNOWN_ARCHITECTURES
-from nvcre_argo.resolve.values import gpu_values
 from nvcre_argo.yamlio import dump_yaml_documents
 
 gpu_arch_option = click.option(
@@ -23,6 +26,30 @@ gpu_arch_option = click.option(
     default=None,
     help="GPU architecture for GPU-dependent defaults; without it they are decided on the cluster at run time.",
 )
+
+
+platform_option = click.option(
+    "--platform",
+    type=click.Choice(PLATFORMS),
+    default=None,
+    help="Platform whose arms (EFA, TCPXO, InfiniBand, RoCE, ...) to apply; without it the plan step detects "
+    "the platform from the nodes' providerID and labels at run time.",
+)
+instance_type_option = click.option(
+    "--instance-type",
+    default=None,
+    help="Instance type (node.kubernetes.io/instance-type) for arms that depend on it, e.g. a3-megagpu-8g, "
+    "p5en.48xlarge; only with --platform.",
+)
+
+
+def open_arms(catalog_dirs: tuple[Path, ...]) -> tuple[PlatformArm, ...]:
+    """The arms of `--catalog DIR/_platform/`; a malformed arm file ends the command with its file and field."""
+    try:
+        return load_extra_arms(catalog_dirs)
+    except CatalogError as error:
+        click.echo(f"error: {error}", err=True)
+        raise SystemExit(1) from None
 
 
 def _summary(category: ResolvedCategory) -> dict[str, Any]:
@@ -53,15 +80,27 @@ def _summary(category: ResolvedCategory) -> dict[str, Any]:
 @click.option("--category", "only", type=int, default=None, help="Only this category index.")
 @click.option("--nodes", type=click.IntRange(min=1), default=2, show_default=True, help="Example group size.")
 @gpu_arch_option
+@platform_option
+@instance_type_option
 @catalog_dir_option
 def resolve_command(
-    file: str, only: int | None, nodes: int, gpu_arch: str | None, catalog_dirs: tuple[Path, ...]
+    file: str,
+    only: int | None,
+    nodes: int,
+    gpu_arch: str | None,
+    platform: str | None,
+    instance_type: str | None,
+    catalog_dirs: tuple[Path, ...],
 ) -> None:
     """Print each category's resolved options and its rendered TrainingRuntime and TrainJob.
 
     The TrainJob is shown for an example group of --nodes nodes named example-node-1.. (the real groups are
-    planned on the cluster).
+    planned on the cluster). With --platform (and --gpu-arch, --instance-type) the platform's arms are applied
+    as the plan step would apply them on such nodes, and the summary lists them in the order applied; a
+    GB200/GB300 category's ComputeDomain is printed before its TrainJob.
     """
+    if instance_type and not platform:
+        raise click.BadParameter("needs --platform", param_hint="'--instance-type'")
     try:
         loaded = load_all((file,))
     except InvalidDocumentError as error:
@@ -73,6 +112,7 @@ def resolve_command(
             f"no category {only}; the Certification has categories 0..{max(counts) - 1}", param_hint="'--category'"
         )
     catalog = open_catalog(catalog_dirs)
+    arms = merge_arms(load_builtin_arms(), open_arms(catalog_dirs))
     documents: list[Any] = []
     for item in loaded:
         certification = item.certification
@@ -85,13 +125,31 @@ def resolve_command(
         for category in resolved:
             if only is not None and category.index != only:
                 continue
-            gpu = gpu_values(category, gpu_arch)
+            applied = select_arms(category, arms, platform=platform, architecture=gpu_arch, instance_type=instance_type)
+            gpu = platform_gpu_values(category, gpu_arch, applied)
+            summary = _summary(category)
+            if platform:
+                summary["platform"] = {
+                    "name": platform,
+                    "instanceType": instance_type,
+                    "arms": [arm.name for arm in applied],
+                }
             runtime = f"{name}-{category.index}-{category.variant}-runtime"
             group_nodes = [f"example-node-{number}" for number in range(1, nodes + 1)]
             documents += [
-                _summary(category),
+                summary,
                 render_runtime(
-                    category, gpu, name=runtime, namespace=certification.metadata.namespace, num_nodes=nodes
+                    category,
+                    gpu,
+                    name=runtime,
+                    namespace=certification.metadata.namespace,
+                    num_nodes=nodes,
+                    arms=applied,
+                ),
+                *(
+                    [render_compute_domain(runtime, namespace=certification.metadata.namespace, num_nodes=nodes)]
+                    if any(arm.patch.compute_domain for arm in applied)
+                    else []
                 ),
                 render_trainjob(
                     category,

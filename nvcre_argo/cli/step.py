@@ -20,7 +20,7 @@ import click
 from nvcre_argo import contract
 from nvcre_argo.kube.client import KubeClient, connect
 from nvcre_argo.plan.model import PlanError
-from nvcre_argo.resolve.values import gpu_values
+from nvcre_argo.plan.platform import planned_gpu_values
 from nvcre_argo.steps.category_manifest import CategoryManifestError, select_category_workflow
 from nvcre_argo.steps.children import (
     Parent,
@@ -156,7 +156,7 @@ def run_command(ctx: click.Context) -> None:
             context,
             group=member.name,
             nodes=member.nodes,
-            gpu=gpu_values(context.category, plan.architecture),
+            gpu=planned_gpu_values(context.category, plan),
             settings=RunSettings(health_expression=health_expression(context.category.entry)),
             measure=measure_log,
             report=click.echo,

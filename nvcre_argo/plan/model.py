@@ -63,6 +63,19 @@ class Isolation:
 
 
 @dataclass(frozen=True)
+class PlatformChoice:
+    """The platform the plan step found (`source: detected`) or was given (`pinned`, by `nvcre-compile
+    --platform`), the nodes' common instance type, the arms applied to the TrainingRuntime in order, and the
+    NIC resource found on the nodes (on-prem auto-detection), for the plan preview and the step's log."""
+
+    name: str
+    source: Literal["detected", "pinned"]
+    instance_type: str | None = None
+    arms: tuple[str, ...] = ()
+    nic_resource: str | None = None
+
+
+@dataclass(frozen=True)
 class Plan:
     """One category's plan. `candidates` are the nodes that matched the target (sorted by name); the nodes
     in `groups` are those candidates minus `excluded`."""
@@ -72,6 +85,7 @@ class Plan:
     excluded: tuple[Exclusion, ...]
     groups: tuple[NodeGroup, ...]
     isolation: Isolation | None = None
+    platform: PlatformChoice | None = None
 
     @property
     def eligible(self) -> tuple[str, ...]:
@@ -118,6 +132,14 @@ class Plan:
             "excluded": [{"node": item.node, "reason": item.reason, "message": item.message} for item in self.excluded],
             "groups": [_group_document(group) for group in self.groups],
         }
+        if self.platform is not None:
+            document["platform"] = {
+                "name": self.platform.name,
+                "source": self.platform.source,
+                "instanceType": self.platform.instance_type,
+                "arms": list(self.platform.arms),
+                "nicResource": self.platform.nic_resource,
+            }
         if self.isolation is not None:
             document["isolation"] = {
                 "domains": dict(self.isolation.domains),
@@ -139,6 +161,7 @@ class Plan:
             excluded=tuple(_read_exclusion(item) for item in reader.object_list("excluded")),
             groups=tuple(_read_group(item) for item in reader.object_list("groups")),
             isolation=_read_isolation(reader.optional_object("isolation")),
+            platform=_read_platform(reader.optional_object("platform")),
         )
 
 
@@ -155,6 +178,21 @@ def _group_document(group: NodeGroup) -> dict[str, Any]:
         document["round"] = group.round
         document["stage"] = group.stage
     return document
+
+
+def _read_platform(reader: _Reader | None) -> PlatformChoice | None:
+    if reader is None:
+        return None
+    source = reader.string("source")
+    if source not in ("detected", "pinned"):
+        raise PlanError(f"{reader.where}.source: expected detected or pinned, got {source!r}")
+    return PlatformChoice(
+        name=reader.string("name"),
+        source=cast(Literal["detected", "pinned"], source),
+        instance_type=reader.optional_str("instanceType"),
+        arms=tuple(reader.str_list("arms")),
+        nic_resource=reader.optional_str("nicResource"),
+    )
 
 
 def _read_isolation(reader: _Reader | None) -> Isolation | None:

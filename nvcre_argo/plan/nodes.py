@@ -20,16 +20,23 @@ UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
 
 def slim_node(node: Node) -> dict[str, Any]:
-    """Only what planning reads (name, labels, taints, unschedulable, allocatable GPUs): a listed Node carries
-    images, conditions and managed fields worth tens of KiB, and the plan step holds thousands of them."""
+    """Only what planning reads (name, labels, taints, unschedulable, providerID for the platform, allocatable
+    GPUs and RDMA NICs): a listed Node carries images, conditions and managed fields worth tens of KiB, and the
+    plan step holds thousands of them."""
     metadata = node.get("metadata") or {}
     spec = node.get("spec") or {}
     allocatable = (node.get("status") or {}).get("allocatable") or {}
     slim: dict[str, Any] = {"metadata": {"name": metadata.get("name"), "labels": metadata.get("labels") or {}}}
-    slim["spec"] = {key: spec[key] for key in ("taints", "unschedulable") if key in spec}
-    if GPU_RESOURCE in allocatable:
-        slim["status"] = {"allocatable": {GPU_RESOURCE: allocatable[GPU_RESOURCE]}}
+    slim["spec"] = {key: spec[key] for key in ("taints", "unschedulable", "providerID") if key in spec}
+    kept = {name: value for name, value in allocatable.items() if name == GPU_RESOURCE or is_rdma_nic(name)}
+    if kept:
+        slim["status"] = {"allocatable": dict(sorted(kept.items()))}
     return slim
+
+
+def is_rdma_nic(name: str) -> bool:
+    """The extended resources on-prem NIC auto-detection chooses from (`nvidia.com/mlnxnics`, `rdma/*`)."""
+    return name == "nvidia.com/mlnxnics" or name.startswith("rdma/")
 
 
 def node_name(node: Node) -> str:

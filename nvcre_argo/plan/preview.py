@@ -24,9 +24,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nvcre_argo.plan.model import Exclusion, NodeGroup, Plan, PlanError
+from nvcre_argo.plan.model import Exclusion, NodeGroup, Plan, PlanError, PlatformChoice
 from nvcre_argo.plan.nodes import Node
 from nvcre_argo.plan.planner import plan_category
+from nvcre_argo.plan.platform import category_arms
 from nvcre_argo.plan.rounds import with_first_round
 from nvcre_argo.resolve.category import ResolvedCategory
 from nvcre_argo.resolve.duration import duration_seconds
@@ -110,7 +111,7 @@ def preview_certification(
 def preview_category(category: ResolvedCategory, nodes: Sequence[Node]) -> CategoryPreview:
     """One category's plan (by the plan step's planner), its TrainJobs and their GPU-hours."""
     try:
-        plan = with_first_round(plan_category(nodes, category))
+        plan = with_first_round(plan_category(nodes, category, arms=category_arms(category)))
     except PlanError as error:
         return CategoryPreview(category, None, str(error), None, (), None)
     gpus_per_node = gpu_values(category, plan.architecture).gpus_per_node
@@ -183,6 +184,7 @@ def _category_document(item: CategoryPreview) -> dict[str, Any]:
     return document | {
         "architecture": plan.architecture,
         "gpusPerNode": item.gpus_per_node,
+        "platform": _platform_document(plan.platform),
         "candidates": list(plan.candidates),
         "selected": list(plan.eligible),
         "excluded": [_exclusion_document(exclusion) for exclusion in plan.excluded],
@@ -192,6 +194,18 @@ def _category_document(item: CategoryPreview) -> dict[str, Any]:
             for job in item.trainjobs
         ],
         "gpuHours": _hours_document(item.gpu_hours) if item.gpu_hours else None,
+    }
+
+
+def _platform_document(choice: PlatformChoice | None) -> dict[str, Any] | None:
+    if choice is None:
+        return None
+    return {
+        "name": choice.name,
+        "source": choice.source,
+        "instanceType": choice.instance_type,
+        "arms": list(choice.arms),
+        "nicResource": choice.nic_resource,
     }
 
 

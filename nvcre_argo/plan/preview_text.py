@@ -41,6 +41,11 @@ def _category_lines(item: CategoryPreview) -> list[str]:
             _row("excluded" if number == 0 else "", f"{exclusion.node}: {exclusion.reason}: {exclusion.message}")
         )
     lines.append(_row("GPUs", f"architecture {plan.architecture or 'unknown'}, {item.gpus_per_node} per node"))
+    if plan.platform is not None:
+        instance = f", instance type {plan.platform.instance_type}" if plan.platform.instance_type else ""
+        nic = f", NIC resource {plan.platform.nic_resource}" if plan.platform.nic_resource else ""
+        lines.append(_row("platform", f"{plan.platform.name} ({plan.platform.source}{instance}{nic})"))
+        lines.append(_row("arms", ", ".join(plan.platform.arms) or "none"))
     if plan.isolation is not None:
         lines.append(
             _row(

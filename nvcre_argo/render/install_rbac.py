@@ -98,12 +98,15 @@ def workflow_rules() -> list[dict[str, Any]]:
         _rule(*OWNER_FINALIZERS),
         _rule(*EXECUTOR),
         _rule(TRAINER, ("trainingruntimes", "trainjobs"), (*READ, "create", "delete")),
+        # GB200/GB300 multi-node NVLink: the plan step creates the category's ComputeDomain (owned by the Workflow).
+        _rule("resource.nvidia.com", ("computedomains",), ("get", "create")),
     ]
 
 
 def node_reader_rules() -> list[dict[str, Any]]:
-    """Nodes are read, never written: no cordon, taint, drain or patch (the product's promise)."""
-    return [_rule("", ("nodes",), READ)]
+    """Nodes are read, never written: no cordon, taint, drain or patch (the product's promise). DRA
+    ResourceSlices are read for the GPU architecture of nodes without the GPU product label."""
+    return [_rule("", ("nodes",), READ), _rule("resource.k8s.io", ("resourceslices",), READ)]
 
 
 def _role(

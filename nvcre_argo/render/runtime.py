@@ -1,6 +1,7 @@
 """The category's Kubeflow `TrainingRuntime`: the catalog template with every certification rule applied.
 
-Order matters and is fixed: placeholders, then GPU and NIC requests, training resources, host RDMA devices
+Order matters and is fixed: placeholders, then the platform's arms (catalog → platform, `nvcre_argo.platform`),
+then the user's options: GPU and NIC requests, training resources, host RDMA devices
 (`rdmaDeviceAccess: hostPath`), image, pull secrets, source repository, tolerations, fail-fast, and last the
 gang scheduler (so it replaces whatever scheduler a catalog entry pinned, as the reference does).
 """
@@ -8,10 +9,13 @@ gang scheduler (so it replaces whatever scheduler a catalog entry pinned, as the
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from typing import Any
 
 from nvcre_argo.catalog.placeholders import fill_placeholders
 from nvcre_argo.names import LABEL_CATEGORY_INDEX, LABEL_MANAGED_BY, MANAGED_BY
+from nvcre_argo.platform.apply import ArmValues, apply_arms
+from nvcre_argo.platform.arms import PlatformArm
 from nvcre_argo.render import pods
 from nvcre_argo.resolve.category import ResolvedCategory
 from nvcre_argo.resolve.values import GpuValues, placeholder_values
@@ -28,9 +32,13 @@ def render_runtime(
     namespace: str | None,
     num_nodes: int,
     owner_references: list[dict[str, Any]] | None = None,
+    arms: Sequence[PlatformArm] = (),
 ) -> dict[str, Any]:
-    """The TrainingRuntime manifest for one category (shared by all its groups)."""
+    """The TrainingRuntime manifest for one category (shared by all its groups), with the platform `arms`
+    (already matched, in order) applied between the catalog template and the user's options."""
     spec = fill_placeholders(copy.deepcopy(category.entry.runtime), placeholder_values(category, gpu, num_nodes))
+    values = ArmValues(mlnx_per_node=gpu.mlnx_per_node, gpus_per_node=gpu.gpus_per_node, runtime_name=name)
+    apply_arms(spec, arms, gpu_jobs=category.entry.gpu_replicated_jobs, values=values)
     for replicated_job in pods.replicated_jobs(spec):
         _apply_certification_rules(category, gpu, replicated_job)
     if category.gang:
@@ -89,6 +97,15 @@ def _request_devices(category: ResolvedCategory, gpu: GpuValues, container: dict
         devices[nic] = gpu.mlnx_per_node
     limits, requests = dict(devices), dict(devices)
     if category.resources is not None:
-        limits |= category.resources.limits
-        requests |= category.resources.requests
+        # A default CPU/memory never replaces one already there (a platform arm's, e.g. AWS p5); a value the
+        # user set always does (catalog -> platform -> user options).
+        explicit = set(category.resources.explicit or ())
+        present = container.get("resources") or {}
+        for side, chosen, values in (
+            ("limits", limits, category.resources.limits),
+            ("requests", requests, category.resources.requests),
+        ):
+            for key, value in values.items():
+                if f"{side}.{key}" in explicit or key not in (present.get(side) or {}):
+                    chosen[key] = value
     pods.set_resources(container, limits, requests)

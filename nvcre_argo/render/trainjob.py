@@ -46,6 +46,11 @@ def render_trainjob(
     num_nodes = len(nodes) or category.options.nodes_per_job or 1
     trainer = fill_placeholders(copy.deepcopy(category.entry.trainer), placeholder_values(category, gpu, num_nodes))
     trainer["numNodes"] = num_nodes
+    if gpu.forwarded_env and "mpi" in category.entry.runtime.get("mlPolicy", {}):
+        # The ranks start over ssh and inherit none of the worker container's environment: mpirun forwards the
+        # platform arms' variables from the launcher, which holds them (`-x NAME` exports the launcher's value).
+        forwarded = [item for name in gpu.forwarded_env for item in ("-x", name)]
+        trainer["args"] = [*forwarded, *trainer.get("args", [])]
     if category.image:
         trainer["image"] = category.image
     labels = {

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nvcre_argo.api.status import CategoryStatus, CertificationStatus, DiagnoseSummary, Result
+from nvcre_argo.results import PlatformRecord
 from nvcre_argo.watch.conditions import VALIDATION_FAILED, find_condition
 from nvcre_argo.watch.status import derive_result
 
@@ -43,6 +44,7 @@ class CategoryResults:
     # Result ConfigMaps the status names that no longer exist (deleted by hand or with an old owner).
     missing: Sequence[str] = ()
     diagnose: DiagnoseSummary | None = None  # a diagnose category's whole isolation summary
+    platform: PlatformRecord | None = None  # the platform, arms and GPU architecture the run used
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ class CategoryReport:
     figures: tuple[tuple[str, float], ...]
     missing_results: tuple[str, ...] = ()
     diagnose: DiagnoseSummary | None = None
+    platform: PlatformRecord | None = None
 
     @property
     def key(self) -> str:
@@ -155,6 +158,7 @@ def build_report(
                 figures=tuple(sorted((str(key), float(value)) for key, value in decoded.figures.items())),
                 missing_results=tuple(decoded.missing),
                 diagnose=_diagnose(decoded, observed),
+                platform=decoded.platform,
             )
         )
     union = sorted({node.name for category in categories for node in category.failed_nodes})

@@ -25,6 +25,7 @@ from typing import Any
 
 from nvcre_argo.api.status import DiagnoseSummary, InfrastructureFault
 from nvcre_argo.report.model import CategoryReport, Report
+from nvcre_argo.results import PlatformRecord
 from nvcre_argo.watch.diagnose import describe_fault, fault_kind
 
 REPORT_VERSION = 1
@@ -100,11 +101,18 @@ def _diagnose_text(summary: DiagnoseSummary) -> list[str]:
     return lines
 
 
+def _platform_text(record: PlatformRecord) -> str:
+    arms = ", ".join(record.arms) or "none"
+    return f"{record.platform or 'unknown'}, GPU {record.gpu_architecture or 'unknown'}, arms: {arms}"
+
+
 def _category_text(category: CategoryReport, total: int) -> list[str]:
     lines = [f"[{category.index + 1}/{total}] {escape(category.key)}", f"  Status:    {category.status}"]
     if category.workflow:
         lines.append(f"  Workflow:  {escape(category.workflow)}")
     lines.append(f"  MNNVL:     {_mnnvl(category.mnnvl)}")
+    if category.platform is not None:
+        lines.append(f"  Platform:  {escape(_platform_text(category.platform))}")
     lines.append(f"  Nodes:     {len(category.succeeded_nodes)} passed, {len(category.failed_nodes)} failed")
     if category.message:
         lines.append(f"  Message:   {escape(category.message)}")
@@ -183,6 +191,15 @@ def report_dict(report: Report) -> dict[str, Any]:
                 "missingResults": list(category.missing_results),
                 "diagnose": category.diagnose.model_dump(mode="json", by_alias=True) if category.diagnose else None,
             }
+            | (
+                {
+                    "platform": category.platform.platform,
+                    "platformArms": list(category.platform.arms),
+                    "gpuArchitecture": category.platform.gpu_architecture,
+                }
+                if category.platform is not None
+                else {}
+            )
             for category in report.categories
         ],
     }

@@ -17,6 +17,7 @@ from nvcre_argo.api.spec import CertificationSpec, TargetSpec
 from nvcre_argo.catalog.loader import Catalog
 from nvcre_argo.catalog.model import CatalogEntry
 from nvcre_argo.errors import FieldError
+from nvcre_argo.platform.arms import PlatformArm
 from nvcre_argo.quantity import parse_quantity
 from nvcre_argo.resolve.duration import duration_seconds
 from nvcre_argo.resolve.labels import GangScheduling, merge_workload_labels, resolve_gang
@@ -50,6 +51,9 @@ class ResolvedResources(_Resolved):
 
     limits: dict[str, str]
     requests: dict[str, str]
+    # The values the user set (`limits.cpu`, ...), None when all four are defaults: a platform arm's CPU and
+    # memory (AWS p5) replace the defaults but never a value the user chose.
+    explicit: tuple[str, ...] | None = None
 
 
 class ResolvedCategory(_Resolved):
@@ -73,6 +77,10 @@ class ResolvedCategory(_Resolved):
     measurement_timeout: str = DEFAULT_MEASUREMENT_TIMEOUT
     enable_mnnvl: bool | None = Field(default=None, alias="enableMNNVL")
     gpu_architecture: str | None = None
+    # `nvcre-compile --platform`: the platform the plan step uses instead of detecting one from the nodes.
+    platform: str | None = None
+    # Platform arms from `--catalog DIR/_platform/`, carried to the plan step (which has only the built-in ones).
+    platform_arms: tuple[PlatformArm, ...] | None = None
 
     @property
     def key(self) -> str:
@@ -184,12 +192,14 @@ def _resolve_resources(
         return None, []
     given = effective.options.resources
     limits, requests = dict(DEFAULT_LIMITS), dict(DEFAULT_REQUESTS)
+    explicit = []
     for side, values in (("limits", limits), ("requests", requests)):
         chosen = getattr(given, side) if given else None
         for name in ("cpu", "memory"):
             value = getattr(chosen, name) if chosen else None
             if value is not None:
                 values[name] = str(value)
+                explicit.append(f"{side}.{name}")
     errors = []
     for name in ("cpu", "memory"):
         request, limit = parse_quantity(requests[name]), parse_quantity(limits[name])
@@ -202,7 +212,7 @@ def _resolve_resources(
                     f"({requests[name]} > {limits[name]} once defaults are applied)",
                 )
             )
-    return ResolvedResources(limits=limits, requests=requests), errors
+    return ResolvedResources(limits=limits, requests=requests, explicit=tuple(explicit) or None), errors
 
 
 def supports_diagnose(entry: CatalogEntry) -> bool:

@@ -19,6 +19,8 @@ DEFAULT_MAX_STEPS = 50
 DEFAULT_EXIT_DURATION_MINS = 30
 DEFAULT_SAVE_INTERVAL = 250
 DEFAULT_SAVE_RETAIN_INTERVAL = 1000
+DEFAULT_MPIRUN = "/usr/local/mpi/bin/mpirun"
+DEFAULT_NCCL_BINARY = "/usr/local/bin/{test}_perf_mpi"
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,10 @@ class GpuValues:
     mnnvl: bool
     tensor_parallel: int
     pipeline_parallel: int
+    # What the platform's arms change in the catalog's placeholders (`mpirun`, `ncclBinary`) and which of
+    # their environment variables an MPI launcher forwards to the ranks (see `nvcre_argo.plan.platform`).
+    placeholder_overrides: tuple[tuple[str, str], ...] = ()
+    forwarded_env: tuple[str, ...] = ()
 
 
 def gpu_values(category: ResolvedCategory, architecture: str | None) -> GpuValues:
@@ -56,6 +62,7 @@ def placeholder_values(category: ResolvedCategory, gpu: GpuValues, num_nodes: in
     """Every `%{name}` a catalog template may use, for one group of `num_nodes` nodes."""
     options = category.options
     nccl = category.entry.nccl_test
+    overrides = dict(gpu.placeholder_overrides)
     return {
         "gpusPerNode": gpu.gpus_per_node,
         "totalGpus": gpu.gpus_per_node * num_nodes,
@@ -63,7 +70,8 @@ def placeholder_values(category: ResolvedCategory, gpu: GpuValues, num_nodes: in
         "numIterations": options.num_iterations or DEFAULT_NUM_ITERATIONS,
         "numCycles": options.num_cycles or DEFAULT_NUM_CYCLES,
         "mnnvl": 1 if gpu.mnnvl else 0,
-        "ncclBinary": f"/usr/local/bin/{nccl}_perf_mpi" if nccl else "",
+        "ncclBinary": overrides.get("ncclBinary", DEFAULT_NCCL_BINARY).replace("{test}", nccl) if nccl else "",
+        "mpirun": overrides.get("mpirun", DEFAULT_MPIRUN),
         "timeoutSeconds": duration_seconds(category.timeout_per_job),
         "maxSteps": _first(options.max_steps, category.entry.defaults.max_steps, DEFAULT_MAX_STEPS),
         "exitDurationMins": _first(options.exit_duration_mins, DEFAULT_EXIT_DURATION_MINS),

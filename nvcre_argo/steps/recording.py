@@ -31,6 +31,7 @@ from nvcre_argo.results import (
     DiagnoseRecord,
     FailedNode,
     GroupResultRecord,
+    PlatformRecord,
     failed_nodes_configmap_manifest,
     read_group_result,
     succeeded_nodes_configmap_manifest,
@@ -149,6 +150,11 @@ def _write_records(
         "namespace": context.namespace,
         "owner_references": result_owners(kube, context),
         "labels": context.labels(),
+        "annotations": PlatformRecord(
+            platform=plan.platform.name if plan.platform else None,
+            arms=plan.platform.arms if plan.platform else (),
+            gpu_architecture=plan.architecture,
+        ).annotations(),
     }
     kube.create_or_replace(failed_nodes_configmap_manifest(failed_name, nodes=failed, diagnose=diagnose, **common))
     kube.create_or_replace(succeeded_nodes_configmap_manifest(succeeded_name, names=succeeded, **common))

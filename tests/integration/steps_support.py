@@ -40,9 +40,12 @@ def node_manifest(
     gpus: str | None = "8",
     clique: str | None = None,
     unschedulable: bool = False,
+    provider_id: str | None = None,
+    labels: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A Node as GPU Feature Discovery and the device plugin leave it: product label, allocatable GPUs."""
-    labels = {SELECTOR_LABEL: selector, "kubernetes.io/hostname": name}
+    """A Node as GPU Feature Discovery and the device plugin leave it: product label, allocatable GPUs (and,
+    when given, the cloud's providerID and labels)."""
+    labels = {SELECTOR_LABEL: selector, "kubernetes.io/hostname": name, **(labels or {})}
     if product is not None:
         labels[GPU_PRODUCT] = product
     if clique is not None:
@@ -52,7 +55,8 @@ def node_manifest(
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name, "labels": labels},
-        "spec": {"unschedulable": True} if unschedulable else {},
+        "spec": ({"unschedulable": True} if unschedulable else {})
+        | ({"providerID": provider_id} if provider_id else {}),
         "status": {"capacity": dict(allocatable), "allocatable": allocatable},
     }
 

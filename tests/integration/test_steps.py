@@ -189,6 +189,8 @@ class GroupingCase:
 
 
 GB200_NODE = {"product": GB200, "gpus": "4"}
+# The GB200 grouping cases set enableMNNVL: false: they are about grouping, and with MNNVL on a GB200 category
+# needs a ComputeDomain, which this API server does not serve (see the test after these).
 GROUPING_CASES = [
     GroupingCase(
         "nodes-per-job-makes-chunks-in-name-order",
@@ -211,7 +213,7 @@ GROUPING_CASES = [
     GroupingCase(
         "chunks-are-packed-inside-nvlink-cliques-not-by-name",
         ALL_REDUCE,
-        {"nodesPerJob": 2},
+        {"nodesPerJob": 2, "enableMNNVL": False},
         {
             "n0": {**GB200_NODE, "clique": "rack-a"},
             "n1": {**GB200_NODE, "clique": "rack-b"},
@@ -225,7 +227,7 @@ GROUPING_CASES = [
     GroupingCase(
         "intra-rack-makes-one-group-per-clique-and-one-per-unlabelled-node",
         ALL_REDUCE,
-        {"testScale": "intra-rack"},
+        {"testScale": "intra-rack", "enableMNNVL": False},
         {
             "n0": {**GB200_NODE, "clique": "rack-a"},
             "n1": {**GB200_NODE, "clique": "rack-a"},
@@ -263,7 +265,7 @@ GROUPING_CASES = [
     GroupingCase(
         "an-architecture-tie-goes-to-the-first-node-and-decides-the-gpu-count",
         ALL_REDUCE,
-        {},
+        {"enableMNNVL": False},
         {"n0": GB200_NODE, "n1": GB200_NODE, "n2": {}, "n3": {}, "n4": {"product": None, "gpus": "4"}},
         {"g0": ["n0", "n1", "n4"]},
         {"n2": "MinorityGPUArchitecture", "n3": "MinorityGPUArchitecture"},
@@ -304,6 +306,22 @@ def test_the_plan_step_groups_real_nodes_and_publishes_the_plan(
     assert runtime is not None, "the TrainingRuntime was not created"
     assert runtime["metadata"]["ownerReferences"] == [owner_reference(step.context)]
     assert _gpu_request(runtime, "node") == str(case.gpus_per_node)
+
+
+def test_gb200_with_mnnvl_fails_the_plan_naming_the_missing_compute_domain_api(
+    kube: KubeClient, nodes: NodeSet
+) -> None:
+    """This API server serves no `resource.nvidia.com` (no NVIDIA DRA driver): the plan step must say so, not
+    leave every group Pending on a claim that can never be met."""
+    for short in ("n0", "n1"):
+        nodes.add(short, **GB200_NODE)
+    step = make_step(kube, nodes, ALL_REDUCE)
+
+    with pytest.raises(PlanError) as raised:
+        step.plan()
+
+    assert "needs a ComputeDomain (resource.nvidia.com/v1beta1), which this cluster does not serve" in str(raised.value)
+    assert kube.get(TRAINING_RUNTIMES, RUNTIME, step.namespace) is None
 
 
 def test_the_plan_step_names_the_selector_when_no_node_matches(kube: KubeClient, nodes: NodeSet) -> None:

@@ -263,6 +263,13 @@ def test_the_json_document_lists_every_node_and_figure() -> None:
                 "error": None,
                 "architecture": "h100",
                 "gpusPerNode": 8,
+                "platform": {
+                    "name": "onprem",
+                    "source": "detected",
+                    "instanceType": None,
+                    "arms": [],
+                    "nicResource": None,
+                },
                 "candidates": ["cordoned", "n0", "n1", "n2"],
                 "selected": ["n0", "n1", "n2"],
                 "excluded": [{"node": "cordoned", "reason": "Cordoned", "message": message}],
@@ -333,6 +340,8 @@ def test_the_text_says_per_category_what_runs_where_and_what_it_costs() -> None:
         "  nodes:     3 match the target, 2 selected, 1 excluded\n"
         f"  excluded:  old: MinorityGPUArchitecture: {minority}\n"
         "  GPUs:      architecture h100, 8 per node\n"
+        "  platform:  onprem (detected)\n"
+        "  arms:      none\n"
         "  groups:    1\n"
         "             g0: 2 nodes, 16 GPUs: n0,n1\n"
         "  TrainJobs: 1 (1 group x 1 iteration), no limit on how many at once\n"
@@ -342,6 +351,8 @@ def test_the_text_says_per_category_what_runs_where_and_what_it_costs() -> None:
         "  nodes:     3 match the target, 2 selected, 1 excluded\n"
         f"  excluded:  old: MinorityGPUArchitecture: {minority}\n"
         "  GPUs:      architecture h100, 8 per node\n"
+        "  platform:  onprem (detected)\n"
+        "  arms:      none\n"
         "  groups:    2\n"
         "             g0: 1 node, 8 GPUs: n0\n"
         "             g1: 1 node, 8 GPUs: n1\n"

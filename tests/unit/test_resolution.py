@@ -484,8 +484,9 @@ def test_each_of_the_four_resource_values_falls_back_to_its_default_independentl
     catalog: Catalog, side: str, name: str, value: str
 ) -> None:
     (category,) = resolve_ok(catalog, {"categories": [{**NEMOTRON, "options": {"resources": {side: {name: value}}}}]})
-    expected = {"limits": dict(DEFAULT_LIMITS), "requests": dict(DEFAULT_REQUESTS)}
+    expected: dict[str, Any] = {"limits": dict(DEFAULT_LIMITS), "requests": dict(DEFAULT_REQUESTS)}
     expected[side][name] = value
+    expected["explicit"] = (f"{side}.{name}",)
     assert category.resources is not None
     assert category.resources.model_dump() == expected
 
