@@ -42,7 +42,7 @@ CONCURRENCY_KEY = "max-concurrent"
 # Templates inside the certification (parent) Workflow.
 TEMPLATE_CERTIFICATION = "certification"
 TEMPLATE_VERDICT = "verdict"
-TEMPLATE_SUMMARY = "summary"
+TEMPLATE_STOP_CATEGORIES = "stop-categories"
 # The certification WorkflowTemplate (installed by `nvcre-argo install`) that certification Workflows compiled
 # with `--template-ref` reference, as Argo's `templateReferencing: Strict` requires: its parameters are the
 # certification's name, its category Workflows (a JSON object, step name -> manifest) and the step names in
@@ -81,6 +81,9 @@ OUTPUT_FAILED_NODE_COUNT = "failed-nodes"
 CATEGORY_WORKFLOW_FILE = f"{OUTPUT_DIR}/workflow"
 VERDICT_FILE = f"{OUTPUT_DIR}/verdict"
 FAILED_NODE_COUNT_FILE = f"{OUTPUT_DIR}/failed-nodes"
+# The step name a category step ran (read by the certification WorkflowTemplate's verdict).
+OUTPUT_CATEGORY_STEP = "step"
+CATEGORY_STEP_FILE = f"{OUTPUT_DIR}/step"
 # The run-group step's outputs (shown per group in the Argo UI): what it measured, how many nodes it failed.
 OUTPUT_MEASUREMENTS = "measurements"
 MEASUREMENTS_FILE = f"{OUTPUT_DIR}/measurements"
@@ -94,15 +97,17 @@ ENV_NAMESPACE = "NVCRE_NAMESPACE"
 ENV_GROUP = "NVCRE_GROUP"
 ENV_ITERATION = "NVCRE_ITERATION"
 ENV_ROUND = "NVCRE_ROUND"
+ENV_STATUSES = "NVCRE_CATEGORY_STATUSES"
 # A category step of the certification Workflow: the category Workflow to start (JSON) and its key.
 ENV_CATEGORY_WORKFLOW = "NVCRE_CATEGORY_WORKFLOW"
 ENV_CATEGORY_KEY = "NVCRE_CATEGORY_KEY"
 # ... or, in the certification WorkflowTemplate, every category's Workflow and the one this step starts.
 ENV_CATEGORY_WORKFLOWS = "NVCRE_CATEGORY_WORKFLOWS"
 ENV_CATEGORY_STEP = "NVCRE_CATEGORY_STEP"
-# Its exit handler, the verdict: the category steps in spec order (JSON list) and how its steps ended.
+# Its verdict step: the category steps expected (JSON list) and the outputs of those that succeeded (Argo's
+# aggregate of a fan-out's outputs, a JSON list of objects).
 ENV_CATEGORY_STEPS = "NVCRE_CATEGORY_STEPS"
-ENV_STEPS_STATUS = "NVCRE_STEPS_STATUS"
+ENV_CATEGORY_OUTPUTS = "NVCRE_CATEGORY_OUTPUTS"
 
 # Where a step leaves its one-line failure summary (the container's terminationMessagePath default); the
 # kubelet keeps at most 4 KiB of it.

@@ -22,13 +22,7 @@ from nvcre_argo.kube.client import KubeClient, connect
 from nvcre_argo.plan.model import PlanError
 from nvcre_argo.plan.platform import planned_gpu_values
 from nvcre_argo.steps.category_manifest import CategoryManifestError, select_category_workflow
-from nvcre_argo.steps.children import (
-    Parent,
-    category_children,
-    follow_child,
-    stop_children,
-    stop_if_parent_stopping,
-)
+from nvcre_argo.steps.children import Parent, follow_child, stop_children, stop_if_parent_stopping
 from nvcre_argo.steps.cleanup import cleanup_step
 from nvcre_argo.steps.concurrency import publish_concurrency
 from nvcre_argo.steps.context import StepContext, parse_category
@@ -45,7 +39,7 @@ from nvcre_argo.steps.measurements import measure_log
 from nvcre_argo.steps.planning import load_plan, plan_step
 from nvcre_argo.steps.recording import read_group_results, record_step
 from nvcre_argo.steps.running import RunSettings, run_group
-from nvcre_argo.steps.verdict import STEPS_SUCCEEDED, judge, parse_step_names
+from nvcre_argo.steps.verdict import parse_statuses, verdict_from_outputs
 from nvcre_argo.yamlio import load_yaml_mapping
 
 
@@ -214,11 +208,12 @@ def _raise_terminated(signum: int, frame: FrameType | None) -> None:
 
 def _category_to_start(parent: Parent) -> tuple[dict[str, Any], str]:
     """The compiled manifest this step embeds, or (certification WorkflowTemplate) its step's share of the
-    `categories` parameter."""
+    `categories` parameter; the step name is written at once, for the template's verdict."""
     if contract.ENV_CATEGORY_WORKFLOW in os.environ:
         key = _require(contract.ENV_CATEGORY_KEY)
         return load_yaml_mapping(_require(contract.ENV_CATEGORY_WORKFLOW), contract.ENV_CATEGORY_WORKFLOW), key
     step = _require(contract.ENV_CATEGORY_STEP)
+    _write_output(contract.CATEGORY_STEP_FILE, step)
     try:
         chosen = select_category_workflow(_require(contract.ENV_CATEGORY_WORKFLOWS), step, parent_name=parent.name)
     except CategoryManifestError as error:
@@ -251,33 +246,22 @@ def category_command(ctx: click.Context) -> None:
         _fail_with(outcome.summary())
 
 
-@step_group.command("summary")
+@step_group.command("stop-categories")
 @click.pass_context
-def summary_command(ctx: click.Context) -> None:
-    """The certification Workflow's last step: list each category's verdict; never fails (the exit handler
-    does, see `verdict`)."""
-    kube, parent = _kube(ctx), _parent()
-    verdict = judge(
-        parse_step_names(_require(contract.ENV_CATEGORY_STEPS)),
-        category_children(kube, parent, _require(contract.ENV_CERTIFICATION)),
-        steps_status=STEPS_SUCCEEDED,
-    )
-    click.echo(verdict.summary())
+def stop_categories_command(ctx: click.Context) -> None:
+    """Stop every unfinished category Workflow of this certification Workflow (its exit handler)."""
+    stop_children(_kube(ctx), _parent(), _require(contract.ENV_CERTIFICATION), report=click.echo)
 
 
 @step_group.command("verdict")
-@click.pass_context
-def verdict_command(ctx: click.Context) -> None:
-    """The certification Workflow's exit handler: stop the category Workflows left running, then exit 1
-    unless every category passed."""
-    kube, parent = _kube(ctx), _parent()
-    children = category_children(kube, parent, _require(contract.ENV_CERTIFICATION))
-    stop_children(kube, children, parent.namespace, report=click.echo)
-    verdict = judge(
-        parse_step_names(_require(contract.ENV_CATEGORY_STEPS)),
-        children,
-        steps_status=os.environ.get(contract.ENV_STEPS_STATUS, ""),
-    )
+def verdict_command() -> None:
+    """Exit 1 when any category step of the certification Workflow did not succeed."""
+    if contract.ENV_CATEGORY_STEPS in os.environ:
+        verdict = verdict_from_outputs(
+            os.environ[contract.ENV_CATEGORY_STEPS], os.environ.get(contract.ENV_CATEGORY_OUTPUTS, "")
+        )
+    else:
+        verdict = parse_statuses(os.environ.get(contract.ENV_STATUSES, ""))
     click.echo(verdict.summary())
     if not verdict.passed:
         _fail_with(verdict.summary().splitlines()[-1])

@@ -5,10 +5,10 @@ referencing the entry's WorkflowTemplate, with the resolved category as its argu
 name unless it exists, follows it to its end and fails when the category failed, which `continueOn` lets the
 next category survive. A retried step (`retryStrategy: OnError`, e.g. after an eviction) finds the Workflow
 it started instead of starting another, and a step whose parent is stopped stops its category Workflow (see
-`steps.children`). The step's outputs name the category Workflow, its verdict and its failed-node count, so
-the Argo UI leads from a category step to its Workflow and its failures. The exit handler `verdict` stops
-what a killed step could not, and fails the certification Workflow when any category failed, with the
-failed categories as its message, so the Argo UI shows the same verdict as the Certification's status.
+`steps.children`); the exit handler `stop-categories` catches what a killed step could not. The step's
+outputs name the category Workflow, its verdict and its failed-node count, so the Argo UI leads from a
+category step to its Workflow and its failures. A last `verdict` step fails the certification Workflow when
+any category failed, so the Argo UI shows the same verdict as the Certification's status.
 
 The whole Workflow holds a mutex (`synchronization`), so two certifications sharing the lock (by default
 every certification in a namespace) never run their gang jobs on the same nodes at once and time each other
@@ -173,37 +173,6 @@ def step_output(name: str, path: str, default: str) -> Parameter:
     return Parameter(name=name, value_from=m.ValueFrom(path=path, default=default))
 
 
-def verdict_handler(target: WorkflowTarget, step_names: str) -> Container:
-    """The exit handler of both certification shapes (see `steps.verdict`): it stops the category Workflows
-    left running and fails the Workflow, with the failed categories as its message, unless every category
-    passed. `step_names`: the category steps in spec order (JSON), or a parameter holding them. Argo's graph
-    shows it as `<workflow>.onExit`: Argo 3.7 applies a template's `display-name` annotation only when it
-    reconciles a node again, and an exit handler is not reconciled after it ends."""
-    return parent_step(
-        contract.TEMPLATE_VERDICT,
-        target,
-        ["verdict"],
-        env=[
-            m.EnvVar(name=contract.ENV_CATEGORY_STEPS, value=step_names),
-            m.EnvVar(name=contract.ENV_STEPS_STATUS, value="{{workflow.status}}"),
-        ],
-    )
-
-
-def summary_step(target: WorkflowTarget, step_names: str) -> Container:
-    """The last step of both certification shapes, after every category: it lists each category's verdict
-    (see `steps.verdict`) and always succeeds; the exit handler fails the Workflow. It is there for Argo's
-    `terminate`, which runs no exit handler and fails only the steps it never starts: the categories
-    `continueOn` their failures, so without a step after them a terminated certification would end
-    Succeeded."""
-    return parent_step(
-        contract.TEMPLATE_SUMMARY,
-        target,
-        ["summary"],
-        env=[m.EnvVar(name=contract.ENV_CATEGORY_STEPS, value=step_names)],
-    )
-
-
 def _category_step(target: WorkflowTarget, category: ResolvedCategory, argument: str, of: int) -> Container:
     """The step that starts, follows (and if need be stops) one category's Workflow."""
     manifest = category_workflow_manifest(target, category, arguments=argument, of=of)
@@ -269,7 +238,7 @@ def build_certification_workflow(
     synchronization = m.Synchronization(mutexes=[m.Mutex(name=target.lock)]) if target.lock else None
     with Workflow(
         entrypoint=contract.TEMPLATE_CERTIFICATION,
-        on_exit=contract.TEMPLATE_VERDICT,
+        on_exit=contract.TEMPLATE_STOP_CATEGORIES,
         service_account_name=contract.CERTIFICATION_SERVICE_ACCOUNT,
         security_context=pod_security_context(),
         pod_gc=pod_gc(),
@@ -280,12 +249,20 @@ def build_certification_workflow(
             _category_step(target, category, argument, len(categories))
             for category, argument in zip(categories, arguments, strict=True)
         ]
-        verdict_handler(target, json.dumps(names))
-        summary = summary_step(target, json.dumps(names))
+        parent_step(contract.TEMPLATE_STOP_CATEGORIES, target, ["stop-categories"])
+        verdict = parent_step(
+            contract.TEMPLATE_VERDICT,
+            target,
+            ["verdict"],
+            # Argo resolves `steps.*` only in the calling step's own fields, so the phases arrive as an input.
+            inputs=[Parameter(name="statuses")],
+            env=[m.EnvVar(name=contract.ENV_STATUSES, value="{{inputs.parameters.statuses}}")],
+        )
         with Steps(name=contract.TEMPLATE_CERTIFICATION):
             for name, follower in zip(names, followers, strict=True):
                 follower(name=name, continue_on=m.ContinueOn(failed=True, error=True))
-            summary(name=contract.TEMPLATE_SUMMARY)
+            statuses = ",".join(f"{name}={{{{steps.{name}.status}}}}" for name in names)
+            verdict(name=contract.TEMPLATE_VERDICT, arguments=[Parameter(name="statuses", value=statuses)])
     result: dict[str, Any] = workflow.to_dict()
     result["metadata"] = certification_metadata(target, len(categories))
     result["spec"] |= lifetime_spec(target) | dict(target.placement)

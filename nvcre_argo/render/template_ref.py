@@ -41,8 +41,6 @@ from nvcre_argo.render.certification_workflow import (
     lifetime_spec,
     parent_step,
     step_output,
-    summary_step,
-    verdict_handler,
 )
 from nvcre_argo.resolve.category import ResolvedCategory
 from nvcre_argo.yamlio import dump_yaml
@@ -120,7 +118,7 @@ def build_certification_template(*, step_image: str) -> dict[str, Any]:
             DESCRIPTION: "Runs a Certification compiled with nvcre-compile --template-ref: its categories in order.",
         },
         entrypoint=contract.TEMPLATE_CERTIFICATION,
-        on_exit=contract.TEMPLATE_VERDICT,
+        on_exit=contract.TEMPLATE_STOP_CATEGORIES,
         service_account_name=contract.CERTIFICATION_SERVICE_ACCOUNT,
         security_context=pod_security_context(),
         pod_gc=pod_gc(),
@@ -149,13 +147,26 @@ def build_certification_template(*, step_image: str) -> dict[str, Any]:
             ],
             retry_strategy=m.RetryStrategy(limit="3", retry_policy="OnError"),
             outputs=[
+                step_output(contract.OUTPUT_CATEGORY_STEP, contract.CATEGORY_STEP_FILE, ""),
                 step_output(contract.OUTPUT_CATEGORY_WORKFLOW, contract.CATEGORY_WORKFLOW_FILE, ""),
                 step_output(contract.OUTPUT_VERDICT, contract.VERDICT_FILE, "Unknown"),
                 step_output(contract.OUTPUT_FAILED_NODE_COUNT, contract.FAILED_NODE_COUNT_FILE, ""),
             ],
         )
-        verdict_handler(target, f"{{{{workflow.parameters.{contract.PARAM_CATEGORY_STEPS}}}}}")
-        summary = summary_step(target, f"{{{{workflow.parameters.{contract.PARAM_CATEGORY_STEPS}}}}}")
+        parent_step(contract.TEMPLATE_STOP_CATEGORIES, target, ["stop-categories"])
+        verdict = parent_step(
+            contract.TEMPLATE_VERDICT,
+            target,
+            ["verdict"],
+            inputs=[Parameter(name="outputs")],
+            env=[
+                m.EnvVar(
+                    name=contract.ENV_CATEGORY_STEPS,
+                    value=f"{{{{workflow.parameters.{contract.PARAM_CATEGORY_STEPS}}}}}",
+                ),
+                m.EnvVar(name=contract.ENV_CATEGORY_OUTPUTS, value="{{inputs.parameters.outputs}}"),
+            ],
+        )
         # parallelism 1: Argo starts a fan-out's items in order, one after the other, as spec order requires.
         with Steps(name=contract.TEMPLATE_CERTIFICATION, parallelism=1):
             follower(
@@ -164,6 +175,10 @@ def build_certification_template(*, step_image: str) -> dict[str, Any]:
                 arguments=[Parameter(name=contract.PARAM_STEP, value="{{item}}")],
                 continue_on=m.ContinueOn(failed=True, error=True),
             )
-            summary(name=contract.TEMPLATE_SUMMARY)
+            # Argo aggregates the outputs of the fan-out's succeeded items only; the verdict step counts the rest.
+            verdict(
+                name=contract.TEMPLATE_VERDICT,
+                arguments=[Parameter(name="outputs", value="{{steps.category.outputs.parameters}}")],
+            )
     result: dict[str, Any] = template.to_dict()
     return result

@@ -9,7 +9,7 @@ Stop means stop. Argo's `stop`, `terminate`, a deadline or a deletion of the cer
 reach the Workflows it created (owner references only act on deletion). The step therefore watches its
 parent too: once the parent is shutting down, deleted or gone, it sets `spec.shutdown: Stop` on the category
 Workflow, whose own exit handler then deletes its unfinished TrainJobs and frees the GPUs. A parent-level
-exit handler (`nvcre-argo step verdict`) does the same for every unfinished category Workflow, for a
+exit handler (`nvcre-argo step stop-children`) does the same for every unfinished category Workflow, for a
 step pod that was killed before it could. A step pod stopped for any other reason (eviction, a drained node)
 leaves the category Workflow running: the retried step picks it up.
 
@@ -254,21 +254,16 @@ def stop_if_parent_stopping(kube: KubeClient, parent: Parent, child_name: str) -
     return reason
 
 
-def category_children(kube: KubeClient, parent: Parent, certification: str) -> list[dict[str, Any]]:
-    """Every category Workflow this certification Workflow created (all attempts, finished or not)."""
-    selector = f"{LABEL_CERTIFICATION}={certification},{LABEL_ROLE}={ROLE_CATEGORY}"
-    workflows, _ = kube.list(WORKFLOWS, parent.namespace, label_selector=selector)
-    return [workflow for workflow in workflows if owned_by(workflow, parent.uid)]
-
-
 def stop_children(
-    kube: KubeClient, children: list[dict[str, Any]], namespace: str, *, report: Callable[[str], None] = print
+    kube: KubeClient, parent: Parent, certification: str, *, report: Callable[[str], None] = print
 ) -> list[str]:
-    """The parent's exit handler: stop every unfinished one of its category Workflows; their names."""
+    """The parent's exit handler: stop every unfinished category Workflow it created; their names."""
+    selector = f"{LABEL_CERTIFICATION}={certification},{LABEL_ROLE}={ROLE_CATEGORY}"
     stopped = []
-    for workflow in children:
+    workflows, _ = kube.list(WORKFLOWS, parent.namespace, label_selector=selector)
+    for workflow in workflows:
         name = workflow["metadata"]["name"]
-        if not is_finished(workflow) and stop_child(kube, name, namespace):
+        if owned_by(workflow, parent.uid) and not is_finished(workflow) and stop_child(kube, name, parent.namespace):
             stopped.append(name)
             report(f"stopped unfinished category Workflow {name}")
     if not stopped:

@@ -39,9 +39,6 @@ LABEL_VALUE = re.compile(r"^$|^[a-zA-Z0-9]([-a-zA-Z0-9_.]{0,61}[a-zA-Z0-9])?$")
 TAG = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 # The global variables the generated objects may use (a deliberately small subset of Argo's).
 WORKFLOW_GLOBALS = frozenset({"workflow.name", "workflow.namespace", "workflow.uid"})
-# ... and what the exit handler may use besides: the phase the Workflow's steps ended in (Argo sets it when
-# they end; before that it holds no meaning).
-EXIT_HANDLER_GLOBALS = frozenset({"workflow.status"})
 # What `steps.<name>.` exposes for any step, besides its declared output parameters.
 STEP_ATTRIBUTES = ("status", "id", "startedAt", "finishedAt", "exitCode")
 LEAF_KINDS = ("container", "script", "resource", "suspend", "data", "http", "plugin", "containerSet")
@@ -273,8 +270,6 @@ def tag_problems(document: Mapping[str, Any]) -> list[Problem]:
     for index, template in enumerate(templates):
         path = f"spec.templates[{index}]"
         own = scope | {f"inputs.parameters.{name}" for name in _declared_inputs(template)}
-        if template.get("name") == spec.get("onExit"):
-            own |= EXIT_HANDLER_GLOBALS
         if "steps" in template:
             rest = {key: value for key, value in template.items() if key != "steps"}
             problems += _unresolved(rest, path, own, items=False)

@@ -5,7 +5,7 @@ What is checked, and against what:
   none; workload labels at both levels; maxConcurrent), pinned by reviewed syrupy snapshots, and the same
   properties asserted from DESIGN.md §4 independently of the snapshots (categories in spec order, one step
   group each, step names `domain-variant`, the `nvcre.nvidia.com/*` labels, title/description annotations,
-  `continueOn` on category steps, the verdict as the exit handler);
+  `continueOn` on category steps, the verdict step last);
 * every emitted object against the full Argo CRD schemas of v3.7 and v4, made strict (tests/support/crd_schemas.py);
 * the Argo semantics the schema and Hera do not check (tests/support/argo_semantics.py; `argo-hera-trainer.md`
   §1.11, §1.13);
@@ -292,23 +292,18 @@ def test_repeated_categories_get_numbered_step_names() -> None:
 
 
 @pytest.mark.parametrize("case", ALL_CASES)
-def test_the_verdict_is_the_exit_handler_and_knows_every_category_step_in_spec_order(case: str) -> None:
+def test_the_verdict_step_runs_last_alone_and_sees_every_category(case: str) -> None:
     workflow = compiled_case(case)
+    last = step_groups(workflow)[-1]
     verdict = templates_by_name(workflow)[contract.TEMPLATE_VERDICT]
-    env = {item["name"]: item["value"] for item in verdict["container"]["env"]}
+    (reads,) = [env["value"] for env in verdict["container"]["env"] if env["name"] == contract.ENV_STATUSES]
+    (statuses,) = [item["value"] for item in last[0]["arguments"]["parameters"] if item["name"] == "statuses"]
 
-    assert workflow["spec"]["onExit"] == contract.TEMPLATE_VERDICT
-    assert verdict["container"]["args"] == ["verdict"]
-    assert json.loads(env[contract.ENV_CATEGORY_STEPS]) == [step["name"] for step in category_steps(workflow)]
-    assert env[contract.ENV_STEPS_STATUS] == "{{workflow.status}}"
-    # After the categories only `summary`, which never fails (a failed step would make Argo's message
-    # `child '<node id>' failed`) and fails a terminated Workflow as a step never started.
-    (last,) = step_groups(workflow)[-1]
-    summary = templates_by_name(workflow)[last["template"]]
-    assert (last["name"], "continueOn" in last) == (contract.TEMPLATE_SUMMARY, False)
-    assert summary["container"]["args"] == ["summary"]
-    assert {env["name"]: env["value"] for env in summary["container"]["env"]}[contract.ENV_CATEGORY_STEPS] == (
-        env[contract.ENV_CATEGORY_STEPS]
+    assert [step["name"] for step in last] == [contract.TEMPLATE_VERDICT]
+    assert "continueOn" not in last[0]
+    assert reads == "{{inputs.parameters.statuses}}"
+    assert statuses == ",".join(
+        f"{step['name']}={{{{steps.{step['name']}.status}}}}" for step in category_steps(workflow)
     )
 
 
@@ -338,8 +333,8 @@ def test_the_certification_workflow_stops_its_categories_holds_the_lock_and_keep
     spec = compiled_case(case)["spec"]
     templates = templates_by_name(compiled_case(case))
 
-    assert spec["onExit"] == contract.TEMPLATE_VERDICT
-    assert templates[contract.TEMPLATE_VERDICT]["container"]["args"] == ["verdict"]
+    assert spec["onExit"] == contract.TEMPLATE_STOP_CATEGORIES
+    assert templates[contract.TEMPLATE_STOP_CATEGORIES]["container"]["args"] == ["stop-categories"]
     assert spec["synchronization"] == {"mutexes": [{"name": DEFAULT_LOCK}]}
     assert spec["podGC"] == {"strategy": "OnPodSuccess", "deleteDelayDuration": "10m"}
 

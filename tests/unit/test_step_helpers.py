@@ -1,4 +1,4 @@
-"""The pure helpers of the in-workflow steps: the workload clock and the phase rules.
+"""The pure helpers of the in-workflow steps: the workload clock, the verdict's status list, the phase rules.
 
 The clock decides when a TrainJob is stopped for running too long or being blocked in scheduling too long.
 Both limits are strict: a workload that has run exactly `timeoutPerJob` is still within its time, one that
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from nvcre_argo.steps.verdict import parse_statuses
 from nvcre_argo.steps.workload import Clock, Phase
 
 LIMIT = 600.0
@@ -94,3 +95,29 @@ def test_a_fresh_clock_has_counted_nothing_and_is_not_blocked() -> None:
 def test_only_running_counts_toward_the_timeout_and_only_ends_are_terminal() -> None:
     assert [phase for phase in Phase if phase.counts_toward_timeout] == [Phase.RUNNING]
     assert {phase for phase in Phase if phase.terminal} == {Phase.MISSING, Phase.COMPLETE, Phase.FAILED}
+
+
+@pytest.mark.parametrize(
+    ("text", "phases", "passed"),
+    [
+        pytest.param("a=Succeeded,b=Succeeded", [("a", "Succeeded"), ("b", "Succeeded")], True, id="all-succeeded"),
+        pytest.param("a=Succeeded,b=Failed", [("a", "Succeeded"), ("b", "Failed")], False, id="one-failed"),
+        pytest.param("a=Succeeded, b", [("a", "Succeeded"), ("b", "Unknown")], False, id="no-phase-is-unknown"),
+        pytest.param(" a=Omitted ,,", [("a", "Omitted")], False, id="skipped-is-not-passed"),
+        pytest.param("", [], False, id="nothing-is-not-a-pass"),
+    ],
+)
+def test_the_verdict_passes_only_when_every_category_step_succeeded(
+    text: str, phases: list[tuple[str, str]], passed: bool
+) -> None:
+    verdict = parse_statuses(text)
+    assert verdict.phases == phases
+    assert verdict.passed is passed
+    assert verdict.failed == [name for name, phase in phases if phase != "Succeeded"]
+
+
+def test_the_verdict_summary_names_what_did_not_succeed() -> None:
+    assert parse_statuses("a=Succeeded,b=Error").summary().splitlines()[-1] == (
+        "FAILED: 1/2 categories did not succeed: b"
+    )
+    assert parse_statuses("a=Succeeded").summary().splitlines()[-1] == "PASSED: 1/1 categories succeeded"

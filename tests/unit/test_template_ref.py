@@ -29,6 +29,7 @@ from nvcre_argo.render.step_placement import StepPlacement, Toleration
 from nvcre_argo.render.template_ref import ALLOWED_OVERRIDES, build_certification_template, disallowed_overrides
 from nvcre_argo.steps.category_manifest import CategoryManifestError, select_category_workflow
 from nvcre_argo.steps.concurrency import concurrency_limit
+from nvcre_argo.steps.verdict import verdict_from_outputs
 from nvcre_argo.yamlio import dump_yaml, load_yaml_mapping
 from tests.harness.versions import ARGO_MAJORS, load_versions, module_dir
 from tests.unit.test_argo_lint import _lint, _write
@@ -166,6 +167,23 @@ def test_the_certification_template_runs_the_categories_one_at_a_time_in_spec_or
     assert template["spec"]["synchronization"] == {"mutexes": [{"name": "nvcre-argo-gpu-nodes"}]}
     # Required arguments: a certification WorkflowTemplate submitted alone has nothing to run.
     assert all("value" not in parameter for parameter in template["spec"]["arguments"]["parameters"])
+
+
+@pytest.mark.parametrize(
+    ("outputs", "passed", "failed"),
+    [
+        ('[{"step":"a","verdict":"Passed"},{"step":"b","verdict":"Passed"}]', True, []),
+        ('[{"step":"b","verdict":"Passed"}]', False, ["a"]),
+        ("[]", False, ["a", "b"]),
+        ("{{steps.category.outputs.parameters}}", False, ["a", "b"]),
+    ],
+    ids=["both-passed", "one-missing", "none-succeeded", "unresolved"],
+)
+def test_the_template_verdict_fails_every_category_step_that_did_not_pass(
+    outputs: str, passed: bool, failed: list[str]
+) -> None:
+    verdict = verdict_from_outputs('["a", "b"]', outputs)
+    assert (verdict.passed, verdict.failed) == (passed, failed)
 
 
 @pytest.mark.parametrize(("max_concurrent", "expected"), [(2, 2), (None, 4), (0, 4)], ids=["set", "unset", "zero"])
