@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nvcre_argo.platform.arms import PlatformArm
+from nvcre_argo.podspec import replace_pod_image, set_env
 
 COMPUTE_DOMAIN_CLAIM = "compute-domain-channel"
 _PLACEHOLDER = re.compile(r"%\{(mlnxPerNode|gpusPerNode|runtimeName)\}")
@@ -84,9 +85,9 @@ def apply_arms(
             if not containers:
                 continue
             if patch["image"]:
-                _replace_image(pod, patch["image"])
+                replace_pod_image(pod, patch["image"])
             for name, value in patch["env"].items():
-                _set_env(containers[0], name, value)
+                set_env(containers[0], name, value)
             if job.get("name") in gpu_jobs:
                 _patch_worker(job, pod, containers[0], patch, values)
 
@@ -188,27 +189,6 @@ def _replicated_jobs(spec: dict[str, Any]) -> Iterator[dict[str, Any]]:
 def _pod_spec(job: dict[str, Any]) -> dict[str, Any]:
     template: dict[str, Any] = job.setdefault("template", {}).setdefault("spec", {}).setdefault("template", {})
     return template.setdefault("spec", {})  # type: ignore[no-any-return]
-
-
-def _replace_image(pod: dict[str, Any], image: str) -> None:
-    """The primary container and the init containers that shared its image (ssh setup), never a sidecar of its
-    own image (GCP's tcpxo-daemon)."""
-    containers = pod["containers"]
-    original = containers[0].get("image")
-    containers[0]["image"] = image
-    for init in pod.get("initContainers") or []:
-        if init.get("image") == original:
-            init["image"] = image
-
-
-def _set_env(container: dict[str, Any], name: str, value: str) -> None:
-    env = container.setdefault("env", [])
-    for item in env:
-        if item.get("name") == name:
-            item.clear()
-            item.update({"name": name, "value": value})
-            return
-    env.append({"name": name, "value": value})
 
 
 def _put_named(items: list[dict[str, Any]], item: dict[str, Any], *, key: str = "name") -> None:

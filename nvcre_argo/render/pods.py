@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from nvcre_argo.api.spec import TargetSpec
+from nvcre_argo.podspec import replace_pod_image
 
 GPU_RESOURCE = "nvidia.com/gpu"
 RDMA_DEVICE_DIR = "/dev/infiniband"
@@ -69,26 +70,7 @@ def tolerations_for(target: TargetSpec) -> list[dict[str, Any]]:
 
 def replace_image(replicated_job: dict[str, Any], image: str) -> None:
     """The primary container, and init containers that shared its original image, get the new image."""
-    spec = pod_spec(replicated_job)
-    containers = spec.get("containers") or []
-    if not containers:
-        return
-    original = containers[0].get("image")
-    containers[0]["image"] = image
-    for init in spec.get("initContainers") or []:
-        if init.get("image") == original:
-            init["image"] = image
-
-
-def set_env(container: dict[str, Any], name: str, value: str) -> None:
-    """Set one environment variable, replacing an existing entry of that name in place."""
-    env = container.setdefault("env", [])
-    for item in env:
-        if item.get("name") == name:
-            item.clear()
-            item.update({"name": name, "value": value})
-            return
-    env.append({"name": name, "value": value})
+    replace_pod_image(pod_spec(replicated_job), image)
 
 
 def set_resources(container: dict[str, Any], limits: dict[str, Any], requests: dict[str, Any]) -> None:

@@ -16,6 +16,7 @@ from nvcre_argo.catalog.placeholders import fill_placeholders
 from nvcre_argo.names import LABEL_CATEGORY_INDEX, LABEL_MANAGED_BY, MANAGED_BY
 from nvcre_argo.platform.apply import ArmValues, apply_arms
 from nvcre_argo.platform.arms import PlatformArm
+from nvcre_argo.podspec import set_env
 from nvcre_argo.render import pods
 from nvcre_argo.resolve.category import ResolvedCategory
 from nvcre_argo.resolve.values import GpuValues, placeholder_values
@@ -80,7 +81,7 @@ def _apply_certification_rules(category: ResolvedCategory, gpu: GpuValues, repli
     if category.source_repo:
         for container in [*pod_spec.get("initContainers", []), *containers]:
             if any(item.get("name") == SOURCE_REPO_ENV for item in container.get("env", [])):
-                pods.set_env(container, SOURCE_REPO_ENV, category.source_repo)
+                set_env(container, SOURCE_REPO_ENV, category.source_repo)
     pod_spec["tolerations"] = pods.tolerations_for(category.target)
     pods.fail_fast(replicated_job)
     if category.gang:
