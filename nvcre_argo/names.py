@@ -79,10 +79,16 @@ def category_step_names(categories: list[tuple[str, str]]) -> list[str]:
     return names
 
 
-def trainjob_name(workflow_name: str, group: str, iteration: int = 0, attempt: int = 1) -> str:
-    """Deterministic per (category Workflow, group, iteration, attempt): a re-run finds the TrainJob it made;
-    a re-test (`argo retry` of a finished group) is a new attempt with a new TrainJob."""
-    suffix = f"-{group}" + (f"-i{iteration}" if iteration else "") + (f"-a{attempt}" if attempt > 1 else "")
+def trainjob_name(workflow_name: str, group: str, iteration: int = 0, attempt: int = 1, restart: int = 0) -> str:
+    """Deterministic per (category Workflow, group, iteration, attempt, checkpoint restart): a re-run finds the
+    TrainJob it made; a re-test (`argo retry` of a finished group) is a new attempt with a new TrainJob; a
+    checkpoint restart of a failed workload is `-r1`, `-r2`, ..."""
+    suffix = (
+        f"-{group}"
+        + (f"-i{iteration}" if iteration else "")
+        + (f"-a{attempt}" if attempt > 1 else "")
+        + (f"-r{restart}" if restart else "")
+    )
     stem = dns_label(workflow_name, TRAINJOB_NAME_LIMIT - len(suffix))
     name = f"{stem}{suffix}"
     return name if name[0].isalpha() else f"t{dns_label(workflow_name, TRAINJOB_NAME_LIMIT - len(suffix) - 1)}{suffix}"
@@ -90,6 +96,22 @@ def trainjob_name(workflow_name: str, group: str, iteration: int = 0, attempt: i
 
 def runtime_name(workflow_name: str) -> str:
     return dns_label(f"{workflow_name}-runtime")
+
+
+# Where a checkpointing training pod mounts the category's checkpoint PVC; each test of a group (its first
+# TrainJob's name) has its own directory there, which that test's checkpoint restarts resume from.
+CHECKPOINT_MOUNT = "/mnt/checkpoints"
+
+
+def checkpoint_claim_name(workflow_name: str) -> str:
+    """The category Workflow's checkpoint PVC: one per run, so two runs of a Certification never share (and
+    never resume from) each other's checkpoints, which the reference's fixed `<variant>-pvc` would."""
+    return dns_label(f"{workflow_name}-checkpoints")
+
+
+def checkpoint_dir(first_trainjob: str) -> str:
+    """The checkpoint directory of one test of a group, named by the test's first TrainJob."""
+    return f"{CHECKPOINT_MOUNT}/{first_trainjob}"
 
 
 CONCURRENCY_SUFFIX = "-concurrency"

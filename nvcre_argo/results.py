@@ -22,7 +22,8 @@ summary (`DiagnoseRecord`: rounds, jobs, faults between domains, untested nodes,
 Each node group's result is `binaryData["result.json.gz"]` of a ConfigMap labelled
 `nvcre.nvidia.com/record=group-result` (one per group, rewritten after every iteration): gzip (deterministic)
 of compact JSON `{"group", "nodes", "attempt", "iterations": [{"iteration", "trainjob", "succeeded",
-"message", "failed_nodes": [{"name", "reason"[, "message"]}], "measurements": {key: number}}]}`. A failed
+"message", "failed_nodes": [{"name", "reason"[, "message"]}], "measurements": {key: number}, "restarts": [...]}]}`
+(`restarts`, the checkpoint restarts of the iteration, is absent in results written before it existed). A failed
 node's `message` is left out when it is its iteration's `message` (the usual case: a whole-group failure, or a
 log tail shared by every rank that failed first), and read back as that message, so a group that blames all
 of its 10,000 nodes writes one copy of a 4 KiB log tail, not 10,000: stored plain with one message per node,
@@ -317,13 +318,26 @@ class FailedNodeRecord(TypedDict):
     message: str
 
 
+class RestartRecord(TypedDict):
+    """A checkpoint restart within an iteration (`steps.restarts.Restart`)."""
+
+    trainjob: str
+    failure: str
+    checkpoint_iteration: int
+    lost_work_seconds: float
+    reschedule_seconds: float | None
+    resume_seconds: float | None
+    resumed_from: int | None
+
+
 class IterationRecord(TypedDict):
     iteration: int
-    trainjob: str
+    trainjob: str  # the workload that decided the iteration (the last restart's, when it was restarted)
     succeeded: bool
     message: str
     failed_nodes: list[FailedNodeRecord]
     measurements: dict[str, float]
+    restarts: list[RestartRecord]  # empty unless a checkpointing workload was restarted
 
 
 class GroupResultRecord(TypedDict):
@@ -409,6 +423,28 @@ def _read_iteration(item: Any, where: str) -> IterationRecord:
             str(key): float(_expect(value, (int, float), f"{where}.measurements[{key!r}]"))
             for key, value in measurements.items()
         },
+        "restarts": [
+            _read_restart(restart, f"{where}.restarts[{i}]")
+            for i, restart in enumerate(_expect(item.get("restarts", []), list, f"{where}.restarts"))
+        ],
+    }
+
+
+def _read_restart(item: Any, where: str) -> RestartRecord:
+    item = _expect(item, dict, where)
+
+    def optional(key: str, kind: type | tuple[type, ...]) -> Any:
+        value = item.get(key)
+        return None if value is None else _expect(value, kind, f"{where}.{key}")
+
+    return {
+        "trainjob": _expect(item.get("trainjob"), str, f"{where}.trainjob"),
+        "failure": _expect(item.get("failure"), str, f"{where}.failure"),
+        "checkpoint_iteration": _expect(item.get("checkpoint_iteration"), int, f"{where}.checkpoint_iteration"),
+        "lost_work_seconds": float(_expect(item.get("lost_work_seconds"), (int, float), f"{where}.lost_work_seconds")),
+        "reschedule_seconds": optional("reschedule_seconds", (int, float)),
+        "resume_seconds": optional("resume_seconds", (int, float)),
+        "resumed_from": optional("resumed_from", int),
     }
 
 

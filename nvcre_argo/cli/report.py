@@ -18,6 +18,7 @@ from nvcre_argo.report.render import render_json, render_junit, render_text
 from nvcre_argo.results import (
     RECORD_GROUP_RESULT,
     PlatformRecord,
+    RestartRecord,
     ResultsError,
     read_diagnose,
     read_failed_nodes,
@@ -39,7 +40,8 @@ def _configmap(kube: KubeClient, namespace: str, name: str, missing: list[str]) 
 
 
 def _figures(kube: KubeClient, namespace: str, workflow: str) -> dict[str, float]:
-    """The weakest group's figure for each measurement (a pool is as good as its worst group)."""
+    """The weakest group's figure for each measurement (a pool is as good as its worst group), and, when a
+    checkpointing workload was restarted, the restarts and what they cost, summed over the groups."""
     selector = f"{LABEL_WORKFLOW}={workflow},{LABEL_RECORD}={RECORD_GROUP_RESULT}"
     configmaps, _ = kube.list(CONFIGMAPS, namespace, label_selector=selector)
     figures: dict[str, float] = {}
@@ -53,7 +55,20 @@ def _figures(kube: KubeClient, namespace: str, workflow: str) -> dict[str, float
             for key, value in iteration["measurements"].items():
                 worse = min if key != "avgStepTimeSec" else max
                 figures[key] = worse(figures.get(key, value), value)
+            for restart in iteration["restarts"]:
+                for key, value in restart_figures(restart).items():
+                    figures[key] = figures.get(key, 0.0) + value
     return figures
+
+
+def restart_figures(restart: RestartRecord) -> dict[str, float]:
+    """One checkpoint restart as report figures: it counts once, with its lost, reschedule and resume time."""
+    return {
+        "checkpointRestarts": 1.0,
+        "restartLostWorkSec": restart["lost_work_seconds"],
+        "restartRescheduleSec": restart["reschedule_seconds"] or 0.0,
+        "restartResumeSec": restart["resume_seconds"] or 0.0,
+    }
 
 
 def _diagnose(configmap: dict[str, Any], index: int) -> DiagnoseSummary | None:

@@ -10,10 +10,12 @@ import click
 from nvcre_argo.cli.catalog import catalog_dir_option, open_catalog
 from nvcre_argo.cli.inputs import load_all, report_invalid, report_warnings
 from nvcre_argo.errors import CatalogError, CompileError, InvalidDocumentError
+from nvcre_argo.names import checkpoint_claim_name, checkpoint_dir
 from nvcre_argo.plan.platform import platform_gpu_values, select_arms
 from nvcre_argo.platform.apply import render_compute_domain
 from nvcre_argo.platform.arms import PlatformArm, load_builtin_arms, load_extra_arms, merge_arms
 from nvcre_argo.platform.detect import PLATFORMS
+from nvcre_argo.render.checkpoint import render_checkpoint_claim
 from nvcre_argo.render.runtime import render_runtime
 from nvcre_argo.render.trainjob import render_trainjob
 from nvcre_argo.resolve.category import ResolvedCategory, resolution_warnings, resolve_certification
@@ -72,6 +74,7 @@ def _summary(category: ResolvedCategory) -> dict[str, Any]:
         "timeoutPerJob": category.timeout_per_job,
         "measurementTimeout": category.measurement_timeout,
         "thresholds": category.thresholds,
+        "checkpoint": category.checkpoint.model_dump(by_alias=True) if category.checkpoint else None,
     }
 
 
@@ -135,9 +138,23 @@ def resolve_command(
                     "arms": [arm.name for arm in applied],
                 }
             runtime = f"{name}-{category.index}-{category.variant}-runtime"
+            claim = checkpoint_claim_name(f"{name}-{category.index}-{category.variant}")
             group_nodes = [f"example-node-{number}" for number in range(1, nodes + 1)]
+            trainjob = f"{name}-{category.index}-g0"
             documents += [
                 summary,
+                *(
+                    [
+                        render_checkpoint_claim(
+                            category.checkpoint,
+                            name=claim,
+                            namespace=certification.metadata.namespace,
+                            category_index=category.index,
+                        )
+                    ]
+                    if category.checkpoint is not None
+                    else []
+                ),
                 render_runtime(
                     category,
                     gpu,
@@ -145,6 +162,7 @@ def resolve_command(
                     namespace=certification.metadata.namespace,
                     num_nodes=nodes,
                     arms=applied,
+                    checkpoint_claim=claim,
                 ),
                 *(
                     [render_compute_domain(runtime, namespace=certification.metadata.namespace, num_nodes=nodes)]
@@ -154,12 +172,13 @@ def resolve_command(
                 render_trainjob(
                     category,
                     gpu,
-                    name=f"{name}-{category.index}-g0",
+                    name=trainjob,
                     namespace=certification.metadata.namespace,
                     certification=name,
                     runtime_name=runtime,
                     group="g0",
                     nodes=group_nodes,
+                    checkpoint_dir=checkpoint_dir(trainjob),
                 ),
             ]
     click.echo(dump_yaml_documents(documents), nl=False)

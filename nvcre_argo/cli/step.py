@@ -28,6 +28,7 @@ from nvcre_argo.steps.concurrency import publish_concurrency
 from nvcre_argo.steps.context import StepContext, parse_category
 from nvcre_argo.steps.deadline import set_category_deadline
 from nvcre_argo.steps.diagnosing import plan_round_step
+from nvcre_argo.steps.following import RunSettings
 from nvcre_argo.steps.group_summary import (
     failed_node_count,
     failure_summary,
@@ -38,7 +39,7 @@ from nvcre_argo.steps.health import health_expression
 from nvcre_argo.steps.measurements import measure_log
 from nvcre_argo.steps.planning import load_plan, plan_step
 from nvcre_argo.steps.recording import read_group_results, record_step
-from nvcre_argo.steps.running import RunSettings, run_group
+from nvcre_argo.steps.running import run_group
 from nvcre_argo.steps.verdict import parse_statuses, verdict_from_outputs
 from nvcre_argo.yamlio import load_yaml_mapping
 

@@ -55,6 +55,7 @@ SERVICES = Resource("", "v1", "services", "Service")
 RESOURCE_SLICES = Resource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", namespaced=False)
 COMPUTE_DOMAINS = Resource("resource.nvidia.com", "v1beta1", "computedomains", "ComputeDomain")
 WORKFLOW_TEMPLATES = Resource("argoproj.io", "v1alpha1", "workflowtemplates", "WorkflowTemplate")
+PERSISTENT_VOLUME_CLAIMS = Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim")
 
 BY_KIND = {
     resource.kind: resource
@@ -78,6 +79,7 @@ BY_KIND = {
         DEPLOYMENTS,
         SERVICES,
         WORKFLOW_TEMPLATES,
+        PERSISTENT_VOLUME_CLAIMS,
         RESOURCE_SLICES,
         COMPUTE_DOMAINS,
     )

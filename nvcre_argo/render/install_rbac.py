@@ -100,6 +100,9 @@ def workflow_rules() -> list[dict[str, Any]]:
         _rule(TRAINER, ("trainingruntimes", "trainjobs"), (*READ, "create", "delete")),
         # GB200/GB300 multi-node NVLink: the plan step creates the category's ComputeDomain (owned by the Workflow).
         _rule("resource.nvidia.com", ("computedomains",), ("get", "create")),
+        # `enableCheckpoint: true`: the plan step creates the category's checkpoint PVC (owned by the Workflow,
+        # so garbage collection deletes it; the step never deletes one, nor touches a PersistentVolume).
+        _rule("", ("persistentvolumeclaims",), ("get", "create")),
     ]
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from nvcre_argo.api.spec import TargetSpec
+from nvcre_argo.names import CHECKPOINT_MOUNT
 from nvcre_argo.podspec import replace_pod_image
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -100,3 +101,20 @@ def _put_named(items: list[dict[str, Any]], item: dict[str, Any]) -> None:
             items[index] = item
             return
     items.append(item)
+
+
+CHECKPOINT_VOLUME = "checkpoints"
+
+
+def mount_checkpoints(spec: dict[str, Any], container: dict[str, Any], claim: str) -> None:
+    """`enableCheckpoint: true`: the category's checkpoint PVC at `CHECKPOINT_MOUNT` in a rank container.
+
+    Only the checkpoint directory is on the shared volume; the workspace (the Megatron-LM source each pod
+    clones or copies at start) stays the pod's own memory-backed one. The reference mounts the PVC as the whole
+    workspace, so on a fresh PVC every rank of a multi-node group runs its `git clone` into one shared
+    directory at the same time, and all but the first fail.
+    """
+    volume = {"name": CHECKPOINT_VOLUME, "persistentVolumeClaim": {"claimName": claim}}
+    _put_named(spec.setdefault("volumes", []), volume)
+    mount = {"name": CHECKPOINT_VOLUME, "mountPath": CHECKPOINT_MOUNT}
+    _put_named(container.setdefault("volumeMounts", []), mount)

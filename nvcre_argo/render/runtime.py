@@ -2,8 +2,9 @@
 
 Order matters and is fixed: placeholders, then the platform's arms (catalog → platform, `nvcre_argo.platform`),
 then the user's options: GPU and NIC requests, training resources, host RDMA devices
-(`rdmaDeviceAccess: hostPath`), image, pull secrets, source repository, tolerations, fail-fast, and last the
-gang scheduler (so it replaces whatever scheduler a catalog entry pinned, as the reference does).
+(`rdmaDeviceAccess: hostPath`), the checkpoint PVC (`enableCheckpoint`), image, pull secrets, source
+repository, tolerations, fail-fast, and last the gang scheduler (so it replaces whatever scheduler a catalog
+entry pinned, as the reference does).
 """
 
 from __future__ import annotations
@@ -34,14 +35,18 @@ def render_runtime(
     num_nodes: int,
     owner_references: list[dict[str, Any]] | None = None,
     arms: Sequence[PlatformArm] = (),
+    checkpoint_claim: str | None = None,
 ) -> dict[str, Any]:
     """The TrainingRuntime manifest for one category (shared by all its groups), with the platform `arms`
-    (already matched, in order) applied between the catalog template and the user's options."""
+    (already matched, in order) applied between the catalog template and the user's options; a checkpointing
+    category's ranks mount `checkpoint_claim` (required for one)."""
+    if category.checkpoint is not None and checkpoint_claim is None:
+        raise ValueError(f"{category.key} checkpoints: its TrainingRuntime needs the checkpoint PVC's name")
     spec = fill_placeholders(copy.deepcopy(category.entry.runtime), placeholder_values(category, gpu, num_nodes))
     values = ArmValues(mlnx_per_node=gpu.mlnx_per_node, gpus_per_node=gpu.gpus_per_node, runtime_name=name)
     apply_arms(spec, arms, gpu_jobs=category.entry.gpu_replicated_jobs, values=values)
     for replicated_job in pods.replicated_jobs(spec):
-        _apply_certification_rules(category, gpu, replicated_job)
+        _apply_certification_rules(category, gpu, replicated_job, checkpoint_claim)
     if category.gang:
         # A gang admits all pods at once or none: a launcher gated on ready workers (dependsOn) or an ordered
         # startup would never be populated, so the gang never forms. The launcher waits for the workers'
@@ -65,7 +70,9 @@ def render_runtime(
     return {"apiVersion": TRAINER_API_VERSION, "kind": "TrainingRuntime", "metadata": metadata, "spec": spec}
 
 
-def _apply_certification_rules(category: ResolvedCategory, gpu: GpuValues, replicated_job: dict[str, Any]) -> None:
+def _apply_certification_rules(
+    category: ResolvedCategory, gpu: GpuValues, replicated_job: dict[str, Any], checkpoint_claim: str | None
+) -> None:
     job_name = replicated_job.get("name")
     pod_spec = pods.pod_spec(replicated_job)
     containers = pod_spec.get("containers") or []
@@ -74,6 +81,8 @@ def _apply_certification_rules(category: ResolvedCategory, gpu: GpuValues, repli
         if category.options.rdma_device_access == "hostPath":
             # Only the ranks use RDMA: an MPI launcher starts them over ssh and touches no InfiniBand device.
             pods.mount_host_rdma_devices(pod_spec, containers[0])
+        if checkpoint_claim is not None and category.checkpoint is not None:
+            pods.mount_checkpoints(pod_spec, containers[0], checkpoint_claim)
     if category.image:
         pods.replace_image(replicated_job, category.image)
     if category.image_pull_secrets:

@@ -22,11 +22,14 @@ from nvcre_argo.names import (
     MANAGED_BY,
     PATCH_MANAGER,
 )
+from nvcre_argo.podspec import set_env
 from nvcre_argo.render.runtime import TRAINER_API_VERSION
 from nvcre_argo.resolve.category import ResolvedCategory
 from nvcre_argo.resolve.values import GpuValues, placeholder_values
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
+# Where a checkpointing training script saves and loads (`--save`/`--load`), set per TrainJob.
+CHECKPOINT_DIR_ENV = "CHECKPOINT_DIR"
 
 
 def render_trainjob(
@@ -40,8 +43,11 @@ def render_trainjob(
     group: str,
     nodes: Sequence[str],
     owner_references: list[dict[str, Any]] | None = None,
+    checkpoint_dir: str | None = None,
+    annotations: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The TrainJob manifest for one group of `nodes`."""
+    """The TrainJob manifest for one group of `nodes`; a checkpointing category's trainer gets
+    `CHECKPOINT_DIR`, the directory of this test of the group (its restarts resume from there)."""
     # An unpinned group names no nodes: the scheduler picks exactly nodesPerJob of them.
     num_nodes = len(nodes) or category.options.nodes_per_job or 1
     trainer = fill_placeholders(copy.deepcopy(category.entry.trainer), placeholder_values(category, gpu, num_nodes))
@@ -53,6 +59,8 @@ def render_trainjob(
         trainer["args"] = [*forwarded, *trainer.get("args", [])]
     if category.image:
         trainer["image"] = category.image
+    if category.checkpoint is not None and checkpoint_dir is not None:
+        set_env(trainer, CHECKPOINT_DIR_ENV, checkpoint_dir)
     labels = {
         **category.workload_labels,
         LABEL_MANAGED_BY: MANAGED_BY,
@@ -63,6 +71,8 @@ def render_trainjob(
     metadata: dict[str, Any] = {"name": name, "labels": dict(sorted(labels.items()))}
     if namespace:
         metadata["namespace"] = namespace
+    if annotations:
+        metadata["annotations"] = dict(sorted(annotations.items()))
     if owner_references:
         metadata["ownerReferences"] = owner_references
     spec: dict[str, Any] = {

@@ -30,6 +30,8 @@ DIAGNOSE_DOMAIN = "communication"
 DEFAULT_MEASUREMENT_TIMEOUT = "5m"
 # The reference Job's startupStallTimeoutSeconds when neither the category nor its catalog entry sets one.
 DEFAULT_STARTUP_STALL_TIMEOUT_SECONDS = 1200
+# The reference's checkpoint PVC size (nvcre-contract.md §3.3).
+DEFAULT_CHECKPOINT_STORAGE_SIZE = "10Ti"
 DEFAULT_LIMITS = {"cpu": "128", "memory": "800Gi"}
 DEFAULT_REQUESTS = {"cpu": "64", "memory": "500Gi"}
 
@@ -56,6 +58,15 @@ class ResolvedResources(_Resolved):
     explicit: tuple[str, ...] | None = None
 
 
+class ResolvedCheckpoint(_Resolved):
+    """`enableCheckpoint: true` on a training entry: the PVC the category's pods checkpoint to, and how many
+    times a failed workload may resume from its last checkpoint (nvcre-contract.md §7.10)."""
+
+    storage_size: str = DEFAULT_CHECKPOINT_STORAGE_SIZE
+    storage_class_name: str | None = None
+    max_restarts: int = 0
+
+
 class ResolvedCategory(_Resolved):
     """One category, resolved as far as possible without the cluster."""
 
@@ -76,6 +87,7 @@ class ResolvedCategory(_Resolved):
     # A default, not a required field, so a Workflow compiled before the option existed still parses.
     measurement_timeout: str = DEFAULT_MEASUREMENT_TIMEOUT
     enable_mnnvl: bool | None = Field(default=None, alias="enableMNNVL")
+    checkpoint: ResolvedCheckpoint | None = None
     gpu_architecture: str | None = None
     # `nvcre-compile --platform`: the platform the plan step uses instead of detecting one from the nodes.
     platform: str | None = None
@@ -157,7 +169,14 @@ def _resolve_category(
     labels = merge_workload_labels(catalog_labels=entry.labels, spec=spec, index=index, gang=gang)
     resources, resource_errors = _resolve_resources(effective, entry)
     thresholds = resolve_thresholds(effective, entry, index)
-    errors = [*labels.errors, *resource_errors, *thresholds.errors, *_placement_errors(effective, entry, index)]
+    checkpoint, checkpoint_errors = _resolve_checkpoint(effective, entry)
+    errors = [
+        *labels.errors,
+        *resource_errors,
+        *thresholds.errors,
+        *_placement_errors(effective, entry, index),
+        *checkpoint_errors,
+    ]
     if errors:
         return None, errors
     category = spec.categories[index]
@@ -179,6 +198,7 @@ def _resolve_category(
             timeout_per_job=options.timeout_per_job or entry.defaults.timeout_per_job,
             measurement_timeout=options.measurement_timeout or DEFAULT_MEASUREMENT_TIMEOUT,
             enable_mnnvl=options.enable_mnnvl,
+            checkpoint=checkpoint,
         ),
         [],
     )
@@ -213,6 +233,33 @@ def _resolve_resources(
                 )
             )
     return ResolvedResources(limits=limits, requests=requests, explicit=tuple(explicit) or None), errors
+
+
+def _resolve_checkpoint(
+    effective: EffectiveOptions, entry: CatalogEntry
+) -> tuple[ResolvedCheckpoint | None, list[FieldError]]:
+    """The checkpoint settings of a training category that enables checkpointing, else None.
+
+    A spec-level `enableCheckpoint: true` applies to the training categories only (as every training option
+    does); set on a category that does not train, it would be accepted and ignored, so it is refused there."""
+    options = effective.options
+    if not options.enable_checkpoint:
+        return None, []
+    if not entry.training:
+        origin = effective.origin("enable_checkpoint")
+        if origin[:2] != ("spec", "categories"):
+            return None, []
+        message = f"{entry.key}: enableCheckpoint applies to training entries only; this one does not train"
+        return None, [FieldError(origin, "unsupported", message)]
+    restarts = options.max_restarts if options.max_restarts is not None else entry.defaults.max_restarts
+    return (
+        ResolvedCheckpoint(
+            storage_size=options.storage_size or DEFAULT_CHECKPOINT_STORAGE_SIZE,
+            storage_class_name=options.storage_class_name,
+            max_restarts=restarts or 0,
+        ),
+        [],
+    )
 
 
 def supports_diagnose(entry: CatalogEntry) -> bool:

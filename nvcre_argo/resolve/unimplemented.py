@@ -1,12 +1,12 @@
 """Options the API accepts (the reference's schema) but nvcre-argo does not implement yet: refused when set.
 
 Why refuse: an option that is accepted and then ignored makes a Certification say something its run does not
-do (`enableCheckpoint: true` would checkpoint onto the pod's memory-backed workspace, with no PVC and no
-restart). The CRD keeps every reference field, so a Certification written for the reference still passes
+do. The CRD keeps every reference field, so a Certification written for the reference still passes
 admission (`validate --admission-only`); compiling it fails here, with the option's field path, until the
-option is implemented. Only what the user wrote counts: catalog defaults (nemotron's maxRestarts 3) are not
-options the user set, and a value that asks for exactly what happens
-anyway (`enableCheckpoint: false`) is honoured, so accepted.
+option is implemented. Only what the user wrote counts: catalog defaults are not options the user set.
+
+`saveTopK` is NeMo 2's `save_top_k`, read only by NeMo recipes; the built-in training entries run
+Megatron-LM's `pretrain_gpt.py`, which has no such setting (it keeps checkpoints by `saveRetainInterval`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,6 @@ from nvcre_argo.api.spec import CertificationSpec
 from nvcre_argo.errors import FieldError, Path
 from nvcre_argo.resolve.options import GLOBAL_PATH, category_path, option_alias
 
-_CHECKPOINT_PVC = "it configures the checkpoint PVC, which is never created; remove it"
-
 
 @dataclass(frozen=True)
 class _Unimplemented:
@@ -32,15 +30,9 @@ class _Unimplemented:
 
 UNIMPLEMENTED_OPTIONS: Mapping[str, _Unimplemented] = MappingProxyType(
     {
-        "enable_checkpoint": _Unimplemented(
-            "no checkpoint PVC is created, so checkpoints would be written to the pod's memory-backed workspace "
-            "and lost; remove it or set false",
-            refused=lambda value: value is True,
+        "save_top_k": _Unimplemented(
+            "only NeMo recipes read save_top_k; Megatron-LM keeps checkpoints by saveRetainInterval; remove it"
         ),
-        "storage_class_name": _Unimplemented(_CHECKPOINT_PVC),
-        "storage_size": _Unimplemented(_CHECKPOINT_PVC),
-        "save_top_k": _Unimplemented("checkpoints are not kept (no checkpoint PVC is created); remove it"),
-        "max_restarts": _Unimplemented("a failed job is never restarted from a checkpoint; remove it"),
     }
 )
 

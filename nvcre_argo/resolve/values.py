@@ -77,7 +77,7 @@ def placeholder_values(category: ResolvedCategory, gpu: GpuValues, num_nodes: in
         "exitDurationMins": _first(options.exit_duration_mins, DEFAULT_EXIT_DURATION_MINS),
         "saveInterval": _first(options.save_interval, DEFAULT_SAVE_INTERVAL),
         "saveRetainInterval": _first(options.save_retain_interval, DEFAULT_SAVE_RETAIN_INTERVAL),
-        "enableCheckpoint": "true" if options.enable_checkpoint else "false",
+        "enableCheckpoint": "true" if category.checkpoint is not None else "false",
         "tensorParallel": gpu.tensor_parallel,
         "pipelineParallel": gpu.pipeline_parallel,
     }

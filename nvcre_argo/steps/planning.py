@@ -1,5 +1,6 @@
 """The plan step: find the category's nodes, decide the groups and the platform, create the TrainingRuntime
-(with the platform's arms) and, for GB200/GB300, its ComputeDomain, publish the plan.
+(with the platform's arms), for GB200/GB300 its ComputeDomain and, when the category checkpoints, its
+checkpoint PVC; publish the plan.
 
 Run time is where the cluster is known: which nodes match the target, which are excluded and why, which GPU
 architecture they have (and so the GPU-dependent defaults), and how they split into groups. The full plan goes
@@ -18,7 +19,7 @@ from typing import Any
 from nvcre_argo.api.spec import TargetSpec
 from nvcre_argo.kube.client import ApiError, KubeClient
 from nvcre_argo.kube.resources import CONFIGMAPS, NODES, RESOURCE_SLICES
-from nvcre_argo.names import LABEL_RECORD, group_nodes_configmap, runtime_name
+from nvcre_argo.names import LABEL_RECORD, checkpoint_claim_name, group_nodes_configmap, runtime_name
 from nvcre_argo.plan.model import Plan, PlanError, PlatformChoice
 from nvcre_argo.plan.nodes import node_labels, node_name, slim_node
 from nvcre_argo.plan.planner import plan_category
@@ -56,11 +57,15 @@ def plan_step(
         namespace=context.namespace,
         num_nodes=largest,
         owner_references=context.owner_references(),
+        checkpoint_claim=checkpoint_claim_name(context.workflow_name),
     )
     gpu = planned.gpu
     if planned.compute_domain is not None:
         # Before the runtime: the workers' channel claim waits for the ComputeDomain's claim template.
         create_compute_domain(kube, planned.compute_domain)
+    if planned.checkpoint_claim is not None:
+        # Before the runtime, like the ComputeDomain: the ranks' pods cannot start without it.
+        kube.create_if_absent(planned.checkpoint_claim)
     kube.create_if_absent(planned.runtime)
     kube.create_or_replace(plan_configmap(context, plan))
     grouping = (

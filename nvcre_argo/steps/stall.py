@@ -115,16 +115,28 @@ def stall_limits(context: StepContext) -> StallLimits | None:
 def read_training_log(kube: KubeClient, context: StepContext, pods: Sequence[dict[str, Any]]) -> str:
     """The end of the last rank's log (Megatron-LM prints its `training_log` lines there), or "" while that
     pod has no log to read yet (not scheduled, its image still pulling): no line seen, so no progress."""
+    return _read_rank_log(kube, context, pods, last=True)
+
+
+def read_checkpoint_log(kube: KubeClient, context: StepContext, pods: Sequence[dict[str, Any]]) -> str:
+    """The end of the first rank's log: Megatron-LM prints its checkpoint save and load lines from global rank
+    0 (`print_rank_0`), the first node's pod, where a multi-node run's last rank never shows them."""
+    return _read_rank_log(kube, context, pods, last=False)
+
+
+def _read_rank_log(kube: KubeClient, context: StepContext, pods: Sequence[dict[str, Any]], *, last: bool) -> str:
     ranks = [
         pod for pod in pods if _labels(pod).get(REPLICATED_JOB_LABEL) in context.category.entry.gpu_replicated_jobs
     ]
     if not ranks:
         return ""
-    last = max(ranks, key=lambda pod: (_completion_index(pod), str(pod.get("metadata", {}).get("name", ""))))
+    pick = max if last else min
+    chosen = pick(ranks, key=lambda pod: (_completion_index(pod), str(pod.get("metadata", {}).get("name", ""))))
+    name = chosen["metadata"]["name"]
     try:
-        return kube.read_log(context.namespace, last["metadata"]["name"], tail_lines=TAIL_LINES, limit_bytes=TAIL_BYTES)
+        return kube.read_log(context.namespace, name, tail_lines=TAIL_LINES, limit_bytes=TAIL_BYTES)
     except ApiError as error:
-        log.debug("no log of pod %s yet: %s", last["metadata"]["name"], error)
+        log.debug("no log of pod %s yet: %s", name, error)
         return ""
 
 

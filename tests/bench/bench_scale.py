@@ -63,9 +63,10 @@ from nvcre_argo.render.trainjob import render_trainjob
 from nvcre_argo.resolve.values import gpu_values
 from nvcre_argo.steps.children import Parent, child_manifest
 from nvcre_argo.steps.context import StepContext, parse_category
+from nvcre_argo.steps.following import RunSettings
 from nvcre_argo.steps.health import compile_health_check
 from nvcre_argo.steps.planning import load_plan
-from nvcre_argo.steps.running import RunSettings, run_group
+from nvcre_argo.steps.running import run_group
 from nvcre_argo.yamlio import load_yaml_mapping
 from tests.bench.scale_cluster import (
     GPU_PRESENT,

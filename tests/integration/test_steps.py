@@ -41,11 +41,12 @@ from nvcre_argo.plan.storage import plan_from_configmap
 from nvcre_argo.render.certification_workflow import category_arguments
 from nvcre_argo.steps.cleanup import cleanup_step
 from nvcre_argo.steps.context import StepContext
+from nvcre_argo.steps.following import RunSettings
 from nvcre_argo.steps.measurements import measure_log
 from nvcre_argo.steps.planning import plan_configmap, plan_step, planned_gpu_values
 from nvcre_argo.steps.recording import record_step
-from nvcre_argo.steps.running import GroupResult, Measure, RunSettings, run_group
-from nvcre_argo.steps.stall import TrainingLog, read_training_log
+from nvcre_argo.steps.running import GroupResult, Measure, run_group
+from nvcre_argo.steps.stall import TrainingLog, read_checkpoint_log, read_training_log
 from tests.harness.controlplane import Cluster
 from tests.integration.steps_support import (
     B200,
@@ -116,11 +117,13 @@ class Step:
         measure: Measure | None = None,
         matched: int | None = None,
         training_log: TrainingLog | None = None,
+        checkpoint_log: TrainingLog | None = None,
     ) -> tuple[GroupResult, Script]:
         """run_group for one planned group, the cluster changing between polls as `actions` say; measured
         from the canned NCCL log unless `measure` says otherwise (no kubelet serves pods/log here). `matched`
         is the plan's candidate count, as the run command passes it, unless the test says otherwise. A training
-        category's stall detection reads `training_log` (the last rank's log end on each poll) when given."""
+        category's stall detection reads `training_log` (the last rank's log end on each poll) when given, and a
+        checkpointing one `checkpoint_log` (the first rank's)."""
         plan = plan or self.plan()
         (members,) = [item.nodes for item in plan.groups if item.name == group]
         script = Script(self.clock, actions)
@@ -131,7 +134,11 @@ class Step:
             nodes=members,
             gpu=planned_gpu_values(self.kube, self.context),
             settings=RunSettings(
-                poll_seconds=0, clock=self.clock, sleep=script, training_log=training_log or read_training_log
+                poll_seconds=0,
+                clock=self.clock,
+                sleep=script,
+                training_log=training_log or read_training_log,
+                checkpoint_log=checkpoint_log or read_checkpoint_log,
             ),
             measure=measure or canned_measure(NCCL_LOG),
             report=self.lines.append,
@@ -405,6 +412,7 @@ def test_a_completed_trainjob_passes_the_group_and_is_created_once_as_specified(
                 "message": completed,
                 "failed_nodes": [],
                 "measurements": {"algBandwidthGBps": 200.0, "busBandwidthGBps": 375.0},
+                "restarts": [],
             }
         ],
         "attempt": 1,

@@ -84,13 +84,15 @@ def expand(scope: str, group: str, resources: str, verbs: str) -> set[Grant]:
 
 
 def step_grants(namespace: str) -> set[Grant]:
-    """Read nodes (and DRA ResourceSlices), create GB200/GB300 ComputeDomains, run TrainJobs, read pods and
+    """Read nodes (and DRA ResourceSlices), create GB200/GB300 ComputeDomains and checkpoint PVCs (never delete
+    one, never touch a PersistentVolume), run TrainJobs, read pods and
     logs, write result ConfigMaps, patch its own Workflow's deadline, and what Argo's executor needs; no Events,
     no Workflow creation."""
     return (
         expand("cluster", "", "nodes", "get list watch")
         | expand("cluster", "resource.k8s.io", "resourceslices", "get list watch")
         | expand(namespace, "resource.nvidia.com", "computedomains", "get create")
+        | expand(namespace, "", "persistentvolumeclaims", "get create")
         | expand(namespace, "", "pods", "get list watch")
         | expand(namespace, "", "pods/log", "get")
         | expand(namespace, "", "configmaps", "get list create update patch")

@@ -42,13 +42,7 @@ BASE: dict[str, Any] = {
 }
 
 # A value of each option that asks for something not implemented (EVERY_OPTION's, the corpus's legal values).
-REFUSED_VALUES = {
-    "enableCheckpoint": True,
-    "storageClassName": "fast-rwx",
-    "storageSize": "10Ti",
-    "saveTopK": 1,
-    "maxRestarts": 3,
-}
+REFUSED_VALUES = {"saveTopK": 1}
 
 
 @pytest.fixture(scope="module")
@@ -116,12 +110,12 @@ def test_an_unimplemented_option_set_explicitly_is_refused_at_its_path(
 
 def test_the_message_names_the_option_by_its_path_and_says_not_implemented_yet(catalog: Catalog) -> None:
     loaded = load_certifications(
-        dump_yaml(document(categories=[{**NEMOTRON, "options": {"enableCheckpoint": True}}])), "cert.yaml"
+        dump_yaml(document(categories=[{**NEMOTRON, "options": {"saveTopK": 2}}])), "cert.yaml"
     )
     (error,) = check_certifications(loaded, catalog=catalog, options=CompileOptions())
 
-    assert error.render().startswith("cert.yaml: spec.categories[0].options.enableCheckpoint: not implemented yet: ")
-    assert "no checkpoint PVC is created" in error.message
+    assert error.render().startswith("cert.yaml: spec.categories[0].options.saveTopK: not implemented yet: ")
+    assert "Megatron-LM keeps checkpoints by saveRetainInterval" in error.message
 
 
 def test_a_value_asking_for_what_happens_anyway_is_accepted(catalog: Catalog) -> None:
@@ -135,6 +129,10 @@ def test_a_value_asking_for_what_happens_anyway_is_accepted(catalog: Catalog) ->
         pytest.param("startupStallTimeoutSeconds", 20, id="startupStallTimeoutSeconds"),
         pytest.param("rdmaDeviceAccess", "hostPath", id="rdmaDeviceAccess-hostPath"),
         pytest.param("rdmaDeviceAccess", "devicePlugin", id="rdmaDeviceAccess-devicePlugin"),
+        pytest.param("enableCheckpoint", True, id="enableCheckpoint"),
+        pytest.param("storageClassName", "fast-rwx", id="storageClassName"),
+        pytest.param("storageSize", "2Ti", id="storageSize"),
+        pytest.param("maxRestarts", 1, id="maxRestarts"),
     ],
 )
 @pytest.mark.parametrize("level", ["global", "category"])
@@ -144,7 +142,7 @@ def test_the_implemented_reference_options_are_accepted_at_both_levels(
     if level == "global":
         doc = document(**{option: value})
     else:
-        doc = document(categories=[{**ALL_REDUCE, "options": {option: value}}])
+        doc = document(categories=[{**NEMOTRON, "options": {option: value}}])
     assert option not in {option_alias(name) for name in UNIMPLEMENTED_OPTIONS}
     assert problems(catalog, doc) == []
 
@@ -161,25 +159,35 @@ def test_catalog_defaults_of_unimplemented_options_never_trigger_a_refusal(catal
 def test_every_category_setting_an_unimplemented_option_gets_its_own_error(catalog: Catalog) -> None:
     doc = document(
         saveTopK=1,
-        categories=[{**NEMOTRON, "options": {"maxRestarts": 2, "storageSize": "1Ti"}}, ALL_REDUCE, NEMOTRON],
+        categories=[{**NEMOTRON, "options": {"saveTopK": 2}}, ALL_REDUCE, {**NEMOTRON, "options": {"saveTopK": 3}}],
     )
 
     assert problems(catalog, doc) == [  # in document order: categories come before the global option here
-        ("spec.categories[0].options.maxRestarts", "not-implemented"),
-        ("spec.categories[0].options.storageSize", "not-implemented"),
+        ("spec.categories[0].options.saveTopK", "not-implemented"),
+        ("spec.categories[2].options.saveTopK", "not-implemented"),
         ("spec.saveTopK", "not-implemented"),
     ]
 
 
+def test_checkpointing_is_refused_on_a_category_that_does_not_train_and_ignored_there_when_global(
+    catalog: Catalog,
+) -> None:
+    on_all_reduce = document(categories=[{**ALL_REDUCE, "options": {"enableCheckpoint": True}}, NEMOTRON])
+    global_option = document(enableCheckpoint=True, categories=[ALL_REDUCE, NEMOTRON])
+
+    assert problems(catalog, on_all_reduce) == [("spec.categories[0].options.enableCheckpoint", "unsupported")]
+    assert problems(catalog, global_option) == []
+
+
 def test_admission_only_still_accepts_what_the_reference_api_accepts(tmp_path: Path) -> None:
-    path = write(tmp_path, document(categories=[{**NEMOTRON, "options": {"enableCheckpoint": True}}]))
+    path = write(tmp_path, document(categories=[{**NEMOTRON, "options": {"saveTopK": 1}}]))
 
     full = invoke(cli, "validate", str(path))
     admission = invoke(cli, "validate", "--admission-only", str(path))
     compiled = invoke(compile_command, str(path))
 
     assert (full.exit_code, admission.exit_code, compiled.exit_code) == (1, 0, 1)
-    assert "spec.categories[0].options.enableCheckpoint: not implemented yet" in full.stderr
+    assert "spec.categories[0].options.saveTopK: not implemented yet" in full.stderr
     assert full.stderr == compiled.stderr
     assert compiled.stdout == ""
 
