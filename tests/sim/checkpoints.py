@@ -47,10 +47,16 @@ CHECKPOINT_DIR: Final = "CHECKPOINT_DIR"
 
 @dataclass(frozen=True)
 class CheckpointSettings:
-    """What a checkpointing pod asked for: save every `save_interval` iterations into `directory`."""
+    """What a checkpointing pod asked for: save every `save_interval` iterations into `directory` (as given,
+    which is what Megatron prints)."""
 
-    directory: PurePosixPath
+    directory: str
     save_interval: int
+
+    @property
+    def path(self) -> PurePosixPath:
+        """The directory with `.`, `..` and repeated or trailing slashes resolved, as the kernel finds it."""
+        return PurePosixPath(posixpath.normpath(self.directory))
 
 
 @dataclass(frozen=True)
@@ -70,7 +76,7 @@ def checkpoint_settings(container: Mapping[str, Any]) -> CheckpointSettings | No
     interval, directory = env.get(SAVE_INTERVAL, ""), env.get(CHECKPOINT_DIR, "")
     if not interval.isdigit() or int(interval) < 1 or not directory.startswith("/"):
         return None
-    return CheckpointSettings(PurePosixPath(posixpath.normpath(directory)), int(interval))
+    return CheckpointSettings(directory, int(interval))
 
 
 def checkpoint_location(pod: Mapping[str, Any]) -> CheckpointLocation | None:
@@ -84,7 +90,7 @@ def checkpoint_location(pod: Mapping[str, Any]) -> CheckpointLocation | None:
     covering = [
         mount
         for mount in container.get("volumeMounts") or []
-        if settings.directory.is_relative_to(posixpath.normpath(str(mount.get("mountPath", ""))))
+        if settings.path.is_relative_to(posixpath.normpath(str(mount.get("mountPath", ""))))
     ]
     if not covering:
         return None
@@ -95,7 +101,7 @@ def checkpoint_location(pod: Mapping[str, Any]) -> CheckpointLocation | None:
     claim = volume.get("persistentVolumeClaim") or {}
     if not claim.get("claimName") or mount.get("readOnly") or claim.get("readOnly"):
         return None
-    inside = settings.directory.relative_to(posixpath.normpath(mount["mountPath"]))
+    inside = settings.path.relative_to(posixpath.normpath(mount["mountPath"]))
     sub_path = mount.get("subPath") or expand(str(mount.get("subPathExpr") or ""), _plain_env(container))
     path = PurePosixPath(posixpath.normpath(PurePosixPath(sub_path or ".") / inside))
     return CheckpointLocation(str(pod["metadata"]["namespace"]), str(claim["claimName"]), path)

@@ -81,6 +81,7 @@ import enum
 import hashlib
 import ipaddress
 import json
+import posixpath
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -1009,7 +1010,7 @@ def checkpoint_save_seconds(
         node_rank=0,
         nnodes=1,
         nproc_per_node=1,
-        checkpointing=CheckpointSettings(PurePosixPath("/"), save_interval),
+        checkpointing=CheckpointSettings("/", save_interval),
         loaded=resume_from,
     )
     crash = [] if crash_after_seconds is None else [crash_after_seconds + PEER_TEARDOWN_SECONDS]
@@ -1147,8 +1148,9 @@ def _checkpoint_load(run: _TrainingRun, checkpointing: CheckpointSettings) -> st
     directory has no `latest_checkpointed_iteration.txt` and training starts from scratch."""
     directory = checkpointing.directory
     if run.loaded is None:
+        tracker = posixpath.join(directory, "latest_checkpointed_iteration.txt")
         return (
-            f"WARNING: could not find the metadata file {directory / 'latest_checkpointed_iteration.txt'}\n"
+            f"WARNING: could not find the metadata file {tracker}\n"
             "    will not load any checkpoints and will start from random\n"
         )
     return (

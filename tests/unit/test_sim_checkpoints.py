@@ -74,8 +74,8 @@ def training_pod(
 @pytest.mark.parametrize(
     ("changes", "expected"),
     [
-        pytest.param({}, CheckpointSettings(PurePosixPath(DIRECTORY), 15), id="checkpointing"),
-        pytest.param({"CHECKPOINT_DIR": DIRECTORY + "/"}, CheckpointSettings(PurePosixPath(DIRECTORY), 15), id="slash"),
+        pytest.param({}, CheckpointSettings(DIRECTORY, 15), id="checkpointing"),
+        pytest.param({"CHECKPOINT_DIR": DIRECTORY + "/"}, CheckpointSettings(DIRECTORY + "/", 15), id="slash"),
         pytest.param({"ENABLE_CHECKPOINT": "false"}, None, id="disabled"),
         pytest.param({"ENABLE_CHECKPOINT": "True"}, None, id="not-exactly-true"),
         pytest.param({"SAVE_INTERVAL": "0"}, None, id="interval-0"),
@@ -88,7 +88,10 @@ def test_only_enable_checkpoint_true_with_an_interval_and_an_absolute_directory_
     changes: dict[str, str], expected: CheckpointSettings | None
 ) -> None:
     container = {"name": "node", "env": env_of({**CHECKPOINTING, **changes})}
-    assert checkpoint_settings(container) == expected
+    settings = checkpoint_settings(container)
+    assert settings == expected
+    if settings is not None:
+        assert settings.path == PurePosixPath(DIRECTORY)
 
 
 def test_a_checkpoint_env_taken_from_a_config_map_is_not_read() -> None:
