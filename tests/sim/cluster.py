@@ -12,6 +12,9 @@ Started once per test session (or by ``make demo``) and torn down with no proces
     sim kubelet               the fake GPU nodes; Argo's pods run as real processes, workloads are
                               played from a fault plan (tests/sim/kubelet.py)
 
+No storage provisioner runs: a test that needs claims (checkpoints on shared storage) makes static volumes
+with :meth:`SimCluster.create_shared_storage`, which the controller-manager's binder binds.
+
 Every server binds 127.0.0.1; every node and pod address is in 127.0.0.0/8. One PKI (the control plane's CA
 and its 127.0.0.1 serving pair) also serves the webhooks and the kubelet's log endpoint.
 """
@@ -53,6 +56,7 @@ from tests.harness.crds import crd_files, install_crds
 from tests.harness.versions import REPO_ROOT, BinaryDirs, binary_dirs, load_versions, module_dir
 from tests.sim.config import ImageSpec, KubeletConfig, NodeSpec
 from tests.sim.listeners import Listener, group_members, listeners
+from tests.sim.storage import DEFAULT_CAPACITY, SHARED_STORAGE_CLASS, create_shared_storage
 
 ARGO_NAMESPACE = "argo"
 STEP_IMAGE_PREFIX = "nvcre-argo:"
@@ -287,6 +291,15 @@ class SimCluster:
         """Every TCP listener of the cluster's processes (and their children), as ``ss -ltnp`` would list."""
         pgids = [component.pid for component in self.components.values()] + list(self.plane.pids.values())
         return listeners(group_members(pgids))
+
+    def create_shared_storage(
+        self, *, volumes: int, capacity: str = DEFAULT_CAPACITY, storage_class: str = SHARED_STORAGE_CLASS
+    ) -> list[str]:
+        """A StorageClass without a provisioner and `volumes` static ReadWriteMany PersistentVolumes of
+        `capacity` each, so a claim of that class is bound at once by the controller-manager (the cluster has
+        no provisioner; see tests/sim/storage.py). Each volume serves one claim; the volumes' names."""
+        with self.api_client() as api:
+            return create_shared_storage(api, volumes=volumes, capacity=capacity, storage_class=storage_class)
 
     def restart_argo(self) -> None:
         """Kill Argo's controller (SIGKILL, no goodbye) and start a new one: a controller crash mid-run."""

@@ -24,7 +24,9 @@ Fault kinds and the fields each takes (anything else is rejected):
 - `healthy`, `slow`: `busBandwidthGBps`, `tflopsPerGpu`, `stepTimeMs` override the defaults for this node
   (`slow` needs at least one);
 - `crash`, `transient`: `exitCode` (1..255, default 1), `afterSeconds` (default 1), `reason` (the container's
-  terminated reason, default `Error`); `transient` crashes on the node's first workload only;
+  terminated reason, default `Error`); `transient` crashes on the node's first workload only (a training
+  run's checkpoints saved before the crash let the retry resume: `tests/sim/workload.py` says how to place
+  `afterSeconds` after the first checkpoint, or before any);
 - `hang`: `afterSeconds` (optional): it blocks then, having printed every result/iteration due before it;
   unset, it blocks right after its first one;
 - `stall`, `datacheck`, `nomeasurement`: nothing (`nomeasurement`: an nccl-tests run of the node's

@@ -7,6 +7,9 @@ image) as real processes, workload pods played from the fault plan of their name
 ``nvcre-sim-fault-plan``, key ``plan.yaml``; none means every node is healthy). It serves container logs
 for ``pods/log`` and finishes pod deletions as the kubelet does.
 
+It also keeps the checkpoints workload pods save on their claims (``tests/sim/checkpoints.py``), in memory
+for as long as it runs: the claims' content, which played pods have no files for.
+
 Fault effects on nodes (a taint, a condition, NotReady) belong to the namespace whose workload caused them
 and are undone when that namespace is deleted, so one test's broken node does not leak into the next.
 
@@ -37,6 +40,7 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.sim import podspec
 from tests.sim.apirelay import serve_api_relay
+from tests.sim.checkpoints import CheckpointStore
 from tests.sim.config import FAULT_PLAN_CONFIGMAP, FAULT_PLAN_KEY, KubeletConfig, NodeSpec
 from tests.sim.logserver import serve_logs
 from tests.sim.player import play_workload
@@ -123,6 +127,7 @@ class SimKubelet:
         self.down: set[str] = set()
         self.marks: dict[str, list[tuple[str, dict[str, Any]]]] = collections.defaultdict(list)
         self.attempts: collections.Counter[tuple[str, str]] = collections.Counter()
+        self.checkpoints = CheckpointStore()
         self.next_ip = 0
         self.stopping = threading.Event()
         self._finishing: set[str] = set()
@@ -295,7 +300,7 @@ class SimKubelet:
         runner.start()
 
     def _play(self, runner: PodRunner) -> None:
-        play_workload(runner, plan_text=self._fault_plan(runner.namespace), kubelet=self)
+        play_workload(runner, plan_text=self._fault_plan(runner.namespace), kubelet=self, checkpoints=self.checkpoints)
 
     def next_attempt(self, namespace: str, node: str) -> int:
         """How many workloads this node already ran for this namespace (for faults that pass on a retry);

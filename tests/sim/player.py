@@ -5,6 +5,11 @@
 appended to the first container's log as the script emits them, waits honour deletion and
 ``activeDeadlineSeconds``, and node effects go through the kubelet. The script is computed once every
 pod of the pod's own Job is bound, so it knows which nodes its group really runs on.
+
+Checkpoints go through the kubelet's :class:`~tests.sim.checkpoints.CheckpointStore`: a checkpointing
+training pod whose checkpoint directory is on a claim it mounts resumes from the claim's latest checkpoint
+there, and its saves are recorded there; a pod whose directory is anywhere else starts from scratch and its
+saves are printed but lost with it (``checkpoint_location`` decides, from the pod alone).
 """
 
 from __future__ import annotations
@@ -17,9 +22,10 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from tests.sim import podspec
+from tests.sim.checkpoints import CheckpointStore, checkpoint_location
 from tests.sim.faults import DOMAIN_LABEL, FaultPlan, load_fault_plan
 from tests.sim.pods import PodRunner, now_rfc3339
-from tests.sim.workload import Exit, Log, MarkNode, Ready, RunForever, Wait, script_for
+from tests.sim.workload import Exit, Log, MarkNode, Ready, RunForever, SaveCheckpoint, Wait, script_for
 
 JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
@@ -101,7 +107,7 @@ def _parallelism(batch: k8s.BatchV1Api, namespace: str, job: str) -> int:
     return int(found.spec.parallelism or 1)
 
 
-def play_workload(runner: PodRunner, *, plan_text: str, kubelet: Kubelet) -> None:
+def play_workload(runner: PodRunner, *, plan_text: str, kubelet: Kubelet, checkpoints: CheckpointStore) -> None:
     plan = load_fault_plan(plan_text) if plan_text.strip() else FaultPlan()
     runner.logs_refused = not plan.defaults.logs_readable
     now = now_rfc3339()
@@ -116,7 +122,11 @@ def play_workload(runner: PodRunner, *, plan_text: str, kubelet: Kubelet) -> Non
         attempt = kubelet.next_attempt(runner.namespace, runner.node)
     # Domains matter only to link faults; without any, spare the API server the reads.
     domains = node_domains(runner.core, [*peers, runner.node]) if plan.links else {}
-    script = script_for(runner.pod, peers=peers, plan=plan, attempt=max(attempt, 0), domains=domains)
+    location = checkpoint_location(runner.pod)
+    resume_from = checkpoints.latest(location) if location is not None else None
+    script = script_for(
+        runner.pod, peers=peers, plan=plan, attempt=max(attempt, 0), domains=domains, resume_from=resume_from
+    )
     for run in runner.containers:
         run.started_at = now_rfc3339()
         run.state = podspec.running(run.started_at)
@@ -136,6 +146,9 @@ def play_workload(runner: PodRunner, *, plan_text: str, kubelet: Kubelet) -> Non
             runner.publish()
         elif isinstance(step, MarkNode):
             kubelet.mark(step.node, runner.namespace, step.change)
+        elif isinstance(step, SaveCheckpoint):
+            if location is not None:
+                checkpoints.record(location, step.iteration)
         elif isinstance(step, RunForever):
             _sleep(runner, float("inf"))
         elif isinstance(step, Exit):

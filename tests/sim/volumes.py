@@ -9,7 +9,10 @@ Only pods that really run come here. ``hostPath`` is refused too, by name: a sim
 ``/dev/infiniband`` of ``rdmaDeviceAccess: hostPath``) do not exist on this machine, and this machine's own
 must never reach a container. Workload pods, whose GPU and InfiniBand devices are simulated, are played from
 the fault plan (``tests/sim/player.py``) and have no volume materialised at all, so a hostPath in a
-workload pod is accepted the way a real GPU node with InfiniBand would accept it, and mounts nothing.
+workload pod is accepted the way a real GPU node with InfiniBand would accept it, and mounts nothing. So is
+a ``persistentVolumeClaim`` (checkpoints on shared storage, ``tests/sim/storage.py``): what a workload saves
+there lives in the sim kubelet's checkpoint store (``tests/sim/checkpoints.py``), not in files. A pod that
+really runs is refused a claim, by name: no storage behind it exists on this machine.
 """
 
 from __future__ import annotations
@@ -106,6 +109,12 @@ def materialise(core: k8s.CoreV1Api, pod: Mapping[str, Any], volume: Mapping[str
                 _downward(directory, pod, source["downwardAPI"].get("items") or [])
             else:
                 raise ContainerConfigError(f"unsupported projected source {sorted(source)}")
+    elif "persistentVolumeClaim" in volume:
+        claim = volume["persistentVolumeClaim"].get("claimName")
+        raise ContainerConfigError(
+            f"volume {volume['name']!r}: persistentVolumeClaim {claim!r} is not provided by the sim kubelet to a pod "
+            "that really runs: the simulated cluster's volumes have no storage on this machine"
+        )
     elif "hostPath" in volume:
         path = volume["hostPath"].get("path")
         raise ContainerConfigError(

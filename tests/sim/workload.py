@@ -1,10 +1,10 @@
 """What a workload pod on a simulated GPU node does under a fault plan (pure): its `Script`.
 
 Why a pure script: the sim kubelet (`tests/sim/player.py`) only carries steps out (append to the log, wait,
-become Ready, mark the node, exit or run until deleted); every decision a test relies on (which pod fails
-first, what the logs say, which number the product will measure) is made here from the pod object, its
-group's nodes, the fault plan and the attempt number, so it can be unit-tested without a cluster and the
-product's own parsers can be run over the generated logs.
+become Ready, mark the node, record a checkpoint, exit or run until deleted); every decision a test relies on
+(which pod fails first, what the logs say, which number the product will measure) is made here from the pod
+object, its group's nodes, the fault plan, the attempt number and the checkpoint it resumes from, so it can be
+unit-tested without a cluster and the product's own parsers can be run over the generated logs.
 
 Roles, from the pod exactly as the API returns it (see `workload_kind`):
 - `nccl-launcher`: the MPI launcher (`jobset.sigs.k8s.io/replicatedjob-name: launcher`, or `mpirun` in its
@@ -46,6 +46,28 @@ Timestamps printed inside logs are virtual: they start at the fixed `LOG_EPOCH` 
 work (e.g. Megatron's lines are one step time apart per iteration), so they are consistent with the numbers
 in the log, deterministic, and unrelated to the wall clock. Nothing here reads a clock or random numbers.
 
+Checkpoints (`tests/sim/checkpoints.py` says which pods checkpoint and where their saves persist): the last
+rank of a checkpointing training run prints at start-up Megatron's messages for the checkpoint it loads
+(`resume_from`, which the player looks up in its store) or that its directory has none. It prints a save
+right after the `training_log` line of each logged iteration that is the first at or past a multiple of
+`SAVE_INTERVAL` (up to `--train-iters`; the sim acts at logged iterations only), with a `SaveCheckpoint` step
+between Megatron's two save lines. Saves follow the cut of the lines: a run that crashes, hangs or fails on a
+link never prints or stores a save due after that. A resumed run logs the multiples of `--log-interval` after
+the loaded iteration (its first interval is warm-up again, as after any restart), saves at the next due
+multiples, and lasts `durationSeconds` times the part of `--train-iters` left, at least RESUMED_MIN_SECONDS;
+a checkpoint at or past `--train-iters` leaves nothing to train: the run loads it and completes after
+RESUMED_MIN_SECONDS. Every rank gets the same `resume_from`, so the group still ends together.
+
+Placing a crash around the first checkpoint: a run's N `training_log` lines are printed at span x k/(N+1),
+k = 1..N, where span is the run's duration, stretched by a crash at `afterSeconds` a to
+max(duration, 2 x (a + PEER_TEARDOWN_SECONDS) + 1). A save is printed and stored if and only if its line is
+printed strictly before a. So a failed run shows at most the first half of its lines, and only a save in
+that half can come before a crash: pick `SAVE_INTERVAL` small enough. `checkpoint_save_seconds(...,
+crash_after_seconds=a)` returns the saves printed before a crash at a, with their times: a test picks a so
+that it is not empty (the crash comes after the first checkpoint, and the restart must resume) or empty (the
+crash comes before any). With `durationSeconds` >= 2 x (a + PEER_TEARDOWN_SECONDS) + 1 the crash does not
+stretch the span, and the times of the uncut run (no `crash_after_seconds`) hold as they are.
+
 Hosts in nccl-tests' `# Rank` lines and in mpirun/NCCL messages are node names (the pods' hostnames would
 be JobSet's `<jobset>-node-0-<i>`, which the peers list does not carry), so a test can tie a message to a node.
 
@@ -59,6 +81,7 @@ import enum
 import hashlib
 import ipaddress
 import json
+import posixpath
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -66,6 +89,7 @@ from datetime import datetime, timedelta
 from pathlib import PurePosixPath
 from typing import Any, Final, Literal
 
+from tests.sim.checkpoints import CheckpointSettings, checkpoint_settings
 from tests.sim.faults import HEALTHY, FaultPlan, LinkFault, NodeFault
 
 JOBSET_NAME_LABEL: Final = "jobset.sigs.k8s.io/jobset-name"
@@ -85,6 +109,8 @@ DEFAULT_NCCL_MIN_BYTES: Final = 8
 DEFAULT_NCCL_MAX_BYTES: Final = 64 << 20
 MAX_NCCL_ROWS: Final = 64
 WARMUP_FACTOR: Final = 5.0  # Megatron's first iteration (initialisation, compilation) vs a steady one
+RESUMED_MIN_SECONDS: Final = 1.0  # the shortest a resumed training run takes, so it is seen running
+CHECKPOINT_FORMAT: Final = "torch_dist"  # Megatron's default `--ckpt-format`
 NCCL_LATENCY_US: Final = 30.0
 PID_BASE: Final = 4000
 GPU_NAME: Final = "NVIDIA H100 80GB HBM3"
@@ -135,7 +161,15 @@ class MarkNode:
     change: Mapping[str, Any]
 
 
-Step = Log | Wait | Ready | Exit | RunForever | MarkNode
+@dataclass(frozen=True)
+class SaveCheckpoint:
+    """The checkpoint of `iteration` is complete on disk (Megatron's `latest_checkpointed_iteration.txt` now
+    names it); where the disk is, and whether it outlives the pod, is the player's business."""
+
+    iteration: int
+
+
+Step = Log | Wait | Ready | Exit | RunForever | MarkNode | SaveCheckpoint
 Terminal = Exit | RunForever
 
 
@@ -246,6 +280,7 @@ def script_for(
     plan: FaultPlan,
     attempt: int,
     domains: Mapping[str, str] = {},
+    resume_from: int | None = None,
 ) -> Script:
     """What this pod does, in order.
 
@@ -255,7 +290,9 @@ def script_for(
     only if it is listed (the launcher runs no GPU work, so its node's fault does not affect it). `attempt` is 0
     for the first workload the pod's node runs under this plan, 1 for the next, ... `domains` maps node names
     to their NVLink domain (the `nvidia.com/gpu.clique` label), which the plan's `links` are matched against;
-    a node missing from it is in no domain, so it never puts its group across a link.
+    a node missing from it is in no domain, so it never puts its group across a link. `resume_from` is the
+    iteration of the checkpoint a checkpointing training pod finds in its checkpoint directory (None: none
+    there); every other pod ignores it.
     """
     node = _node_name(pod)
     kind = workload_kind(pod)
@@ -266,8 +303,9 @@ def script_for(
     if kind is WorkloadKind.MPI_WORKER:
         return _mpi_worker_script(kind, context, _effective(plan.fault_for(node), attempt))
     if kind is WorkloadKind.MEGATRON_TRAINING:
-        group = _Group.of([*peers, node], plan, attempt, domains)
-        return _training_script(kind, context, group, _outcome(group, node))
+        run = _training_run(context, len({*peers, node}), resume_from)
+        group = _Group.of([*peers, node], plan, attempt, domains, work=run.remaining)
+        return _training_script(kind, context, run, group, _outcome(group, node))
     group = _Group.of([node], plan, attempt)
     outcome = _outcome(group, node)
     if kind is WorkloadKind.NCCL_SINGLE_NODE:
@@ -389,15 +427,24 @@ class _Group:
     faults: Mapping[str, NodeFault]
     domains: Mapping[str, str]
     link: LinkFault | None = None
+    work: float = 1.0  # the part of its work the group still has to do (less than 1 when resumed)
 
     @classmethod
-    def of(cls, nodes: Sequence[str], plan: FaultPlan, attempt: int, domains: Mapping[str, str] = {}) -> _Group:
+    def of(
+        cls,
+        nodes: Sequence[str],
+        plan: FaultPlan,
+        attempt: int,
+        domains: Mapping[str, str] = {},
+        *,
+        work: float = 1.0,
+    ) -> _Group:
         """`domains` may name any nodes; only the group's own count. Without domains, no link is spanned
         (single-node workloads pass none)."""
         unique = tuple(sorted(set(nodes)))
         faults = {node: _effective(plan.fault_for(node), attempt) for node in unique}
         own = {node: domains[node] for node in unique if node in domains}
-        return cls(unique, plan, faults, own, plan.broken_link(set(own.values())))
+        return cls(unique, plan, faults, own, plan.broken_link(set(own.values())), work)
 
     def link_hosts(self, link: LinkFault) -> tuple[str, str]:
         """The host on each side of the link whose NCCL errors are shown: the first node of each domain."""
@@ -435,7 +482,7 @@ class _Group:
 
     @property
     def duration(self) -> float:
-        base = self.plan.defaults.duration_seconds
+        base = _scaled_duration(self.plan.defaults.duration_seconds, self.work)
         marked = [fault.resolved_after_seconds for _, fault in self.with_kind("health", "notready")]
         return base + max(marked) + HEALTH_GRACE_SECONDS if marked else base
 
@@ -504,17 +551,27 @@ def _teardown(crash: NodeFault) -> float:
     return crash.resolved_after_seconds + PEER_TEARDOWN_SECONDS
 
 
+def _scaled_duration(base: float, work: float) -> float:
+    """A run's duration when only `work` (0..1) of it is left to do: proportionally shorter, but never below
+    RESUMED_MIN_SECONDS (nor above the full run), so the product still sees it running."""
+    if work >= 1.0:
+        return base
+    return min(base, max(RESUMED_MIN_SECONDS, base * work))
+
+
 def _progress_span(group: _Group) -> float:
-    """The seconds over which progress lines are spread, the same for every pod of the group: the run's
-    duration, or when a crash or a broken link cuts it short, long enough that it is cut at most halfway (a
-    failed run never shows its last result)."""
+    """The seconds over which progress lines are spread, the same for every pod of the group."""
     first = group.first_crash
     failures = [_teardown(first[1])] if first is not None else []
     if group.link is not None:
         failures.append(group.link.resolved_after_seconds)
-    if not failures:
-        return group.duration
-    return max(group.duration, 2 * max(failures) + 1)
+    return _spread_span(group.duration, failures)
+
+
+def _spread_span(duration: float, failures: Sequence[float]) -> float:
+    """The run's duration, or when a failure (a crash's teardown, a broken link) cuts it short, long enough
+    that it is cut at most halfway (a failed run never shows its last result)."""
+    return max(duration, 2 * max(failures) + 1) if failures else duration
 
 
 def _progress_at(count: int, span: float) -> list[float]:
@@ -865,6 +922,10 @@ class _TrainingRun:
     node_rank: int
     nnodes: int
     nproc_per_node: int
+    checkpointing: CheckpointSettings | None = None
+    loaded: int | None = None  # the iteration of the checkpoint the run resumes from
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
 
     @property
     def last_rank(self) -> bool:
@@ -875,25 +936,92 @@ class _TrainingRun:
         return self.node_rank * self.nproc_per_node
 
     @property
+    def start(self) -> int:
+        """The last iteration done before this run: the loaded checkpoint's, or 0."""
+        return self.loaded or 0
+
+    @property
+    def remaining(self) -> float:
+        """The part of the run's iterations still to do, 0..1."""
+        return max(0, self.train_iters - self.start) / self.train_iters if self.train_iters >= 1 else 0.0
+
+    @property
     def logged_iterations(self) -> list[int]:
-        """Megatron logs iteration 1 (initialisation overhead) and every `log_interval`-th after it."""
+        """Megatron logs every `log_interval`-th iteration; a fresh run (the sim's choice) also logs iteration
+        1, so its first line is the initialisation overhead alone. A resumed run logs the multiples after the
+        loaded iteration."""
+        if self.start:
+            first = (self.start // self.log_interval + 1) * self.log_interval
+            return list(range(first, self.train_iters + 1, self.log_interval))
         multiples = range(self.log_interval, self.train_iters + 1, self.log_interval)
         return sorted({1, *multiples}) if self.train_iters >= 1 else []
 
+    @property
+    def saved_iterations(self) -> list[int]:
+        """Where the run saves: for each multiple of the save interval after the start, up to `train_iters`,
+        the first logged iteration at or past it (the sim acts at logged iterations only)."""
+        if self.checkpointing is None:
+            return []
+        logged = self.logged_iterations
+        interval = self.checkpointing.save_interval
+        due = range((self.start // interval + 1) * interval, self.train_iters + 1, interval)
+        return sorted({next(i for i in logged if i >= m) for m in due if logged and logged[-1] >= m})
 
-def _training_run(pod: _Pod, group: _Group) -> _TrainingRun:
-    """From torchrun's env (`PET_NNODES`, `PET_NPROC_PER_NODE`, set by the Trainer) and Megatron's arguments;
-    `--train-iters "${TRAIN_ITERS}"` is resolved from the container's env."""
+
+def _training_run(pod: _Pod, group_size: int, resume_from: int | None) -> _TrainingRun:
+    """From torchrun's env (`PET_NNODES`, `PET_NPROC_PER_NODE`, set by the Trainer), Megatron's arguments
+    (`--train-iters "${TRAIN_ITERS}"` is resolved from the container's env) and the checkpoint env
+    (`tests/sim/checkpoints.py`); `resume_from` counts only for a checkpointing pod."""
     nnodes = pod.env.get("PET_NNODES", "")
     nproc = pod.env.get("PET_NPROC_PER_NODE", "")
+    checkpointing = checkpoint_settings(_main_container(pod.manifest))
     return _TrainingRun(
         train_iters=pod.number("--train-iters") or DEFAULT_TRAIN_ITERS,
         log_interval=pod.number("--log-interval") or DEFAULT_LOG_INTERVAL,
         global_batch_size=pod.number("--global-batch-size") or DEFAULT_GLOBAL_BATCH_SIZE,
         node_rank=_completion_index(pod.manifest),
-        nnodes=int(nnodes) if nnodes.isdigit() else len(group.nodes),
+        nnodes=int(nnodes) if nnodes.isdigit() else group_size,
         nproc_per_node=int(nproc) if nproc.isdigit() else pod.gpus or 1,
+        checkpointing=checkpointing,
+        loaded=resume_from if checkpointing is not None and resume_from is not None else None,
+        tensor_parallel=pod.number("--tensor-model-parallel-size") or 1,
+        pipeline_parallel=pod.number("--pipeline-model-parallel-size") or 1,
     )
+
+
+def checkpoint_save_seconds(
+    *,
+    train_iters: int,
+    log_interval: int,
+    save_interval: int,
+    duration_seconds: float,
+    resume_from: int | None = None,
+    crash_after_seconds: float | None = None,
+) -> list[tuple[int, float]]:
+    """When a checkpointing training run prints (and stores) each save: (iteration, seconds after the pod
+    started), in order, as `script_for` plays it for a group without health, notready or link faults.
+    `duration_seconds` is the plan's `defaults.durationSeconds`; `crash_after_seconds` the `afterSeconds` of
+    the group's first crash (a `crash`, or a `transient` on its first workload), which both stretches the span
+    the lines are spread over and cuts them: only saves strictly before it are returned."""
+    run = _TrainingRun(
+        train_iters=train_iters,
+        log_interval=log_interval,
+        global_batch_size=DEFAULT_GLOBAL_BATCH_SIZE,
+        node_rank=0,
+        nnodes=1,
+        nproc_per_node=1,
+        checkpointing=CheckpointSettings("/", save_interval),
+        loaded=resume_from,
+    )
+    crash = [] if crash_after_seconds is None else [crash_after_seconds + PEER_TEARDOWN_SECONDS]
+    span = _spread_span(_scaled_duration(duration_seconds, run.remaining), crash)
+    times = _progress_at(len(run.logged_iterations), span)
+    saved = set(run.saved_iterations)
+    return [
+        (iteration, at)
+        for iteration, at in zip(run.logged_iterations, times, strict=True)
+        if iteration in saved and (crash_after_seconds is None or at < crash_after_seconds)
+    ]
 
 
 def _stamp(at: datetime) -> str:
@@ -906,15 +1034,15 @@ def _glog(severity: str, at: datetime) -> str:
 
 
 def _training_lines(run: _TrainingRun, *, step_ms: float, tflops: float) -> list[tuple[datetime, str]]:
-    """Megatron's `training_log` lines with their virtual times: the first interval (iteration 1) takes
-    WARMUP_FACTOR steps at 1/WARMUP_FACTOR of the throughput, every later one exactly `step_ms` per iteration
-    at `tflops`; each line's timestamp is the previous one plus the interval's iterations x its time per
-    iteration, starting at TRAINING_START."""
+    """Megatron's `training_log` lines with their virtual times: the first interval (iteration 1, or the
+    first after a loaded checkpoint) runs at WARMUP_FACTOR times the step time and 1/WARMUP_FACTOR of the
+    throughput, every later one exactly `step_ms` per iteration at `tflops`; each line's timestamp is the
+    previous one plus the interval's iterations x its time per iteration, starting at TRAINING_START."""
     clock = TRAINING_START
-    previous = 0
-    lines = []
+    previous = run.start
+    lines: list[tuple[datetime, str]] = []
     for iteration in run.logged_iterations:
-        warmup = previous == 0
+        warmup = not lines
         elapsed_ms = step_ms * (WARMUP_FACTOR if warmup else 1.0)
         throughput = tflops / WARMUP_FACTOR if warmup else tflops
         clock += timedelta(milliseconds=elapsed_ms * (iteration - previous))
@@ -971,20 +1099,27 @@ def _torch_lost_peer(run: _TrainingRun, last_error: str, at: datetime) -> str:
     )
 
 
-def _training_script(kind: WorkloadKind, pod: _Pod, group: _Group, outcome: _Outcome) -> Script:
+def _training_script(kind: WorkloadKind, pod: _Pod, run: _TrainingRun, group: _Group, outcome: _Outcome) -> Script:
     """Every rank starts torchrun; the last rank prints Megatron's lines spread over the run (the group's
     worst step time and TFLOP/s); completion exits 0, a crash exits first, its peers PEER_TEARDOWN later.
     Every rank works out the same virtual times, so a crash is stamped one step after the last line printed
-    before it, and the peers' reports PEER_TEARDOWN_SECONDS after that."""
-    run = _training_run(pod, group)
+    before it, and the peers' reports PEER_TEARDOWN_SECONDS after that. A checkpointing run's last rank also
+    prints what it loaded (or that there was nothing to load) and each save right after its iteration's
+    line, and saves only what it printed."""
     lines = _training_lines(run, step_ms=group.step_time_ms, tflops=group.tflops_per_gpu)
     times = _progress_at(len(lines), _progress_span(group))
     shown = _keep_progress(times, outcome)
     events: list[tuple[float, Step]] = [(0.0, Ready()), (0.0, Log(_torch_banner(run)))]
     events += _mark_event(pod.node, group.faults[pod.node])
     if run.last_rank:
+        if run.checkpointing is not None:
+            events.append((0.0, Log(_checkpoint_load(run, run.checkpointing))))
         events.append((0.0, Log(f" [before the start of training step] datetime: {_stamp(TRAINING_START)}\n")))
-        events += [(at, Log(text)) for at, (_, text) in zip(times[:shown], lines, strict=False)]
+        saved = set(run.saved_iterations)
+        for at, iteration, (clock, text) in zip(times[:shown], run.logged_iterations, lines, strict=False):
+            events.append((at, Log(text)))
+            if run.checkpointing is not None and iteration in saved:
+                events += _checkpoint_save(run, run.checkpointing, iteration, clock, at)
     end = outcome.end_at if outcome.end_at is not None else 0.0
     crash_stamp = (lines[shown - 1][0] if shown else TRAINING_START) + timedelta(milliseconds=group.step_time_ms)
     if outcome.completes and run.last_rank:
@@ -1001,6 +1136,53 @@ def _training_script(kind: WorkloadKind, pod: _Pod, group: _Group, outcome: _Out
         closed = f"socketProgress: Connection closed by remote peer {outcome.culprit}<{NCCL_IB_PORT}>"
         events.append((end, Log(_torch_lost_peer(run, closed, stamp))))
     return _assemble(kind, events, outcome)
+
+
+def _parallel_ranks(run: _TrainingRun) -> str:
+    """Megatron's `[ t x/X, p y/Y ]` for the first rank, which prints checkpoint messages."""
+    return f"[ t 1/{run.tensor_parallel}, p 1/{run.pipeline_parallel} ]"
+
+
+def _checkpoint_load(run: _TrainingRun, checkpointing: CheckpointSettings) -> str:
+    """What Megatron's `load_checkpoint` prints for `--load` at start-up: the checkpoint it loaded, or that the
+    directory has no `latest_checkpointed_iteration.txt` and training starts from scratch."""
+    directory = checkpointing.directory
+    if run.loaded is None:
+        tracker = posixpath.join(directory, "latest_checkpointed_iteration.txt")
+        return (
+            f"WARNING: could not find the metadata file {tracker}\n"
+            "    will not load any checkpoints and will start from random\n"
+        )
+    return (
+        f" loading distributed checkpoint from {directory} at iteration {run.loaded}\n"
+        f"  successfully loaded checkpoint from {directory} {_parallel_ranks(run)} at iteration {run.loaded}\n"
+    )
+
+
+def _checkpoint_save(
+    run: _TrainingRun, checkpointing: CheckpointSettings, iteration: int, clock: datetime, at: float
+) -> list[tuple[float, Step]]:
+    """Megatron's `save_checkpoint` messages around the save itself: the checkpoint is complete (the player
+    stores it) before the success line, as Megatron writes its tracker file before printing it, so a log
+    that shows the success always has the checkpoint behind it."""
+    directory = checkpointing.directory
+    return [
+        (
+            at,
+            Log(
+                f"[{_stamp(clock)}] saving checkpoint at iteration {iteration:7d} to {directory} "
+                f"in {CHECKPOINT_FORMAT} format\n"
+            ),
+        ),
+        (at, SaveCheckpoint(iteration)),
+        (
+            at,
+            Log(
+                f"  [{_stamp(clock)}] successfully saved checkpoint from iteration {iteration:7d} to {directory} "
+                f"{_parallel_ranks(run)}\n"
+            ),
+        ),
+    ]
 
 
 def _training_link_error(group: _Group, node: str, link: LinkFault) -> str:

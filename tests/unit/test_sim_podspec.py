@@ -122,3 +122,11 @@ def test_a_pod_that_really_runs_never_gets_a_host_path_mounted(tmp_path: Path) -
     with pytest.raises(podspec.ContainerConfigError, match="hostPath '/dev/infiniband' is not provided"):
         materialise(cast(k8s.CoreV1Api, None), POD, volume, target)
     assert list(target.iterdir()) == []  # nothing of the host was copied or linked in
+
+
+def test_a_pod_that_really_runs_is_refused_a_claim_by_name(tmp_path: Path) -> None:
+    """Claims are for played workload pods (their content is the checkpoint store); a real process would find
+    an empty directory where it expects shared storage, so it is not started."""
+    volume = {"name": "ckpt", "persistentVolumeClaim": {"claimName": "checkpoints"}}
+    with pytest.raises(podspec.ContainerConfigError, match="persistentVolumeClaim 'checkpoints' is not provided"):
+        materialise(cast(k8s.CoreV1Api, None), POD, volume, tmp_path / "volumes" / "ckpt")

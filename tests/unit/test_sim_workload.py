@@ -25,7 +25,7 @@ import pytest
 from nvcre_argo.api.certification import API_VERSION, KIND
 from nvcre_argo.catalog.loader import load_catalog
 from nvcre_argo.loading import parse_certification
-from nvcre_argo.measure.megatron import parse_megatron_log
+from nvcre_argo.measure.megatron import parse_megatron_log, parse_training_line
 from nvcre_argo.measure.nccl import parse_nccl_log
 from nvcre_argo.measure.thresholds import evaluate_thresholds, measured_values
 from nvcre_argo.render.runtime import render_runtime
@@ -39,14 +39,18 @@ from tests.sim.workload import (
     JOBSET_NAME_LABEL,
     PEER_TEARDOWN_SECONDS,
     REPLICATED_JOB_LABEL,
+    RESUMED_MIN_SECONDS,
+    WARMUP_FACTOR,
     Exit,
     Log,
     MarkNode,
     Ready,
     RunForever,
+    SaveCheckpoint,
     Script,
     Wait,
     WorkloadKind,
+    checkpoint_save_seconds,
     script_for,
     workload_kind,
 )
@@ -615,6 +619,276 @@ def test_a_training_hang_with_after_seconds_logs_every_iteration_due_before_then
         result = parse_megatron_log(last_rank(played).script.log)
         assert result.records == healthy[:lines]
         assert result.avg_step_time_sec == pytest.approx(2.0)  # the plan's default stepTimeMs
+
+
+# --------------------------------------------------------------------------------------------- checkpoints
+
+# The training entry below: --train-iters 50, --log-interval 10 (lines at 1, 10, 20, 30, 40, 50), TP 2 on h100.
+CHECKPOINT_DIR = "/mnt/checkpoints/wf-abc-g0"
+LAST_NODE = "gpu-node-4"  # where the last rank, which prints Megatron's lines, runs
+SAVING = re.compile(r"^\[[\d:. -]+\] saving checkpoint at iteration +(\d+) to (\S+) in torch_dist format$")
+SAVED = re.compile(r"^  \[[\d:. -]+\] successfully saved checkpoint from iteration +(\d+) to (\S+) \[ t 1/2, p 1/1 \]$")
+
+
+def checkpointing_pods(save_interval: int, *, claim: str | None = "checkpoints") -> list[dict[str, Any]]:
+    """The training entry's pods with the product's checkpoint contract: env on every `node` pod and, unless
+    `claim` is None (then an emptyDir), the claim mounted at /mnt/checkpoints."""
+    pods = copy.deepcopy(jobset_pods(TRAINING, NODES))
+    settings = {"ENABLE_CHECKPOINT": "true", "SAVE_INTERVAL": str(save_interval), "CHECKPOINT_DIR": CHECKPOINT_DIR}
+    source: dict[str, Any] = {"persistentVolumeClaim": {"claimName": claim}} if claim else {"emptyDir": {}}
+    for pod in pods:
+        container = pod["spec"]["containers"][0]
+        container["env"] = [item for item in container["env"] if item["name"] not in settings]
+        container["env"] += [{"name": name, "value": value} for name, value in settings.items()]
+        container["volumeMounts"] = [
+            *container.get("volumeMounts", []),
+            {"name": "ckpt", "mountPath": "/mnt/checkpoints"},
+        ]
+        pod["spec"]["volumes"] = [*pod["spec"].get("volumes", []), {"name": "ckpt", **source}]
+    return pods
+
+
+def play_checkpointing(
+    save_interval: int, plan: str = "", *, attempt: int = 0, resume_from: int | None = None
+) -> dict[str, Played]:
+    pods = checkpointing_pods(save_interval)
+    chosen = load_fault_plan(plan)
+    return {
+        f"node-{pod['metadata']['labels'][COMPLETION_INDEX]}": Played(
+            f"node-{pod['metadata']['labels'][COMPLETION_INDEX]}",
+            pod["spec"]["nodeName"],
+            script_for(pod, peers=NODES, plan=chosen, attempt=attempt, resume_from=resume_from),
+        )
+        for pod in pods
+    }
+
+
+def saves(script: Script) -> list[tuple[int, float]]:
+    """Every checkpoint the script stores, with when."""
+    return [(step.iteration, at) for at, step in script.timeline() if isinstance(step, SaveCheckpoint)]
+
+
+def printed_saves(log: str) -> list[int]:
+    """The iterations whose save the log shows, checking Megatron's two lines follow the iteration's own."""
+    lines = log.splitlines()
+    found = []
+    for index, line in enumerate(lines):
+        if (saving := SAVING.match(line)) is None:
+            continue
+        iteration = int(saving[1])
+        record = parse_training_line(lines[index - 1])
+        assert record is not None, lines[index - 1]
+        assert record.iteration == iteration
+        saved = SAVED.match(lines[index + 1])
+        assert saved is not None, lines[index + 1]
+        assert (int(saved[1]), saved[2], saving[2]) == (iteration, CHECKPOINT_DIR, CHECKPOINT_DIR)
+        found.append(iteration)
+    assert len(found) == log.count("successfully saved checkpoint")
+    return found
+
+
+@pytest.mark.parametrize(
+    ("save_interval", "expected"),
+    [
+        pytest.param(1, [1, 10, 20, 30, 40, 50], id="every-iteration"),
+        pytest.param(10, [10, 20, 30, 40, 50], id="the-log-interval"),
+        pytest.param(15, [20, 30, 50], id="15-30-45"),
+        pytest.param(25, [30, 50], id="25-50"),
+        pytest.param(50, [50], id="the-last-iteration"),
+        pytest.param(51, [], id="past-the-end"),
+    ],
+)
+def test_the_last_rank_saves_at_the_first_logged_iteration_at_or_past_each_multiple_of_the_save_interval(
+    save_interval: int, expected: list[int]
+) -> None:
+    played = play_checkpointing(save_interval)
+    assert_well_formed(played)
+    last = played.pop("node-3")
+    assert last.node == LAST_NODE
+    assert [iteration for iteration, _ in saves(last.script)] == expected
+    assert printed_saves(last.script.log) == expected
+    # Stored between Megatron's two lines: a log showing the success always has the checkpoint behind it.
+    steps = last.script.steps
+    for index, step in enumerate(steps):
+        if isinstance(step, SaveCheckpoint):
+            before, after = steps[index - 1], steps[index + 1]
+            assert isinstance(before, Log)
+            assert SAVING.match(before.text.splitlines()[-1])
+            assert isinstance(after, Log)
+            assert SAVED.match(after.text.splitlines()[0])
+    for rank in played.values():
+        assert saves(rank.script) == []
+        assert "checkpoint" not in rank.script.log
+
+
+def test_checkpoint_messages_are_megatron_s_own_and_the_product_reads_the_training_lines_as_before() -> None:
+    checkpointing = last_rank(play_checkpointing(25)).script.log
+    plain = last_rank(play(TRAINING)).script.log
+    banner_end = checkpointing.index(" [before the start of training step]")
+    assert checkpointing[:banner_end].endswith(
+        "processes per node\n"
+        "WARNING: could not find the metadata file /mnt/checkpoints/wf-abc-g0/latest_checkpointed_iteration.txt\n"
+        "    will not load any checkpoints and will start from random\n"
+    )
+    # Iteration 30: a minute of start-up, iteration 1's 10 s warm-up, then 29 x 2 s.
+    assert (
+        "[2026-01-01 00:02:08.000000] saving checkpoint at iteration      30 to /mnt/checkpoints/wf-abc-g0 in "
+        "torch_dist format\n"
+        "  [2026-01-01 00:02:08.000000] successfully saved checkpoint from iteration      30 to "
+        "/mnt/checkpoints/wf-abc-g0 [ t 1/2, p 1/1 ]\n"
+    ) in checkpointing
+    assert parse_megatron_log(checkpointing) == parse_megatron_log(plain)
+
+
+@pytest.mark.parametrize("crashing", ["gpu-node-2", LAST_NODE])
+@pytest.mark.parametrize(
+    ("after", "expected"),
+    [
+        # 6 lines spread over max(3, 2 x (a + 2) + 1) s: at 13/7 x k for a = 4, so iteration 10's at 3.71 s
+        # comes before the crash and iteration 20's at 5.57 s does not; at 11/7 x k for a = 3, 3.14 s is late.
+        pytest.param(4, [10], id="after-the-first-save"),
+        pytest.param(3, [], id="before-any-save"),
+    ],
+)
+def test_a_crash_prints_and_stores_only_the_saves_due_before_it(
+    crashing: str, after: float, expected: list[int]
+) -> None:
+    played = play_checkpointing(10, f"nodes: {{{crashing}: {{fault: crash, exitCode: 137, afterSeconds: {after}}}}}")
+    assert_well_formed(played)
+    last = last_rank(played)
+    assert [iteration for iteration, _ in saves(last.script)] == expected
+    assert printed_saves(last.script.log) == expected
+    assert all(at < after for _, at in saves(last.script))
+    assert last.failure_at is not None
+    assert last.failure_at >= after
+
+
+def test_a_hung_run_stores_the_saves_it_printed_before_it_hung() -> None:
+    """Lines at 3/7 x k s; a hang at 2.5 s keeps the first five (iterations 1 to 40)."""
+    played = play_checkpointing(10, "nodes: {gpu-node-3: {fault: hang, afterSeconds: 2.5}}")
+    last = last_rank(played)
+    assert last.script.terminal == RunForever()
+    assert [iteration for iteration, _ in saves(last.script)] == printed_saves(last.script.log) == [10, 20, 30, 40]
+
+
+def test_a_resumed_run_loads_its_checkpoint_then_trains_and_saves_from_there() -> None:
+    played = play_checkpointing(25, "defaults: {durationSeconds: 3}", resume_from=20)
+    assert_well_formed(played)
+    last = played.pop("node-3")
+    log = last.script.log
+    before_training = log[: log.index(" [before the start of training step]")]
+    assert before_training.endswith(
+        "processes per node\n"
+        " loading distributed checkpoint from /mnt/checkpoints/wf-abc-g0 at iteration 20\n"
+        "  successfully loaded checkpoint from /mnt/checkpoints/wf-abc-g0 [ t 1/2, p 1/1 ] at iteration 20\n"
+    )
+    records = parse_megatron_log(log).records
+    assert [record.iteration for record in records] == [30, 40, 50]
+    assert [record.elapsed_ms for record in records] == [2000 * WARMUP_FACTOR, 2000, 2000]  # warm-up again
+    assert re.findall(r"consumed samples: +(\d+)", log) == [str(iteration * 32) for iteration in (30, 40, 50)]
+    assert parse_megatron_log(log).avg_step_time_sec == pytest.approx(2.0)
+    # Saves due after 20: 25 (at 30) and 50.
+    assert [iteration for iteration, _ in saves(last.script)] == printed_saves(log) == [30, 50]
+    # 30 of the 50 iterations left: 3 s x 30/50, for every rank.
+    for item in [last, *played.values()]:
+        assert item.script.ends_after_seconds == pytest.approx(1.8)
+        assert item.script.exit == Exit(0, "Completed")
+    for rank in played.values():
+        assert "checkpoint" not in rank.script.log
+
+
+@pytest.mark.parametrize("resume_from", [50, 70])
+def test_a_run_resumed_at_or_past_its_last_iteration_loads_and_completes_after_the_minimum(resume_from: int) -> None:
+    played = play_checkpointing(10, resume_from=resume_from)
+    last = last_rank(played)
+    assert f"successfully loaded checkpoint from {CHECKPOINT_DIR} [ t 1/2, p 1/1 ] at iteration {resume_from}\n" in (
+        last.script.log
+    )
+    assert (parse_megatron_log(last.script.log).records, saves(last.script)) == ((), [])
+    assert {(item.script.ends_after_seconds, item.script.exit) for item in played.values()} == {
+        (RESUMED_MIN_SECONDS, Exit(0, "Completed"))
+    }
+
+
+@pytest.mark.parametrize(
+    ("resume_from", "duration", "expected"),
+    [
+        pytest.param(None, 3, 3, id="fresh"),
+        pytest.param(25, 3, 1.5, id="half-left"),
+        pytest.param(25, 10, 5, id="half-of-a-longer-run"),
+        pytest.param(45, 3, RESUMED_MIN_SECONDS, id="never-below-the-minimum"),
+        pytest.param(45, 0.5, 0.5, id="never-longer-than-a-fresh-run"),
+    ],
+)
+def test_a_resumed_run_is_shorter_in_proportion_to_the_iterations_left(
+    resume_from: int | None, duration: float, expected: float
+) -> None:
+    played = play_checkpointing(10, f"defaults: {{durationSeconds: {duration}}}", resume_from=resume_from)
+    assert [item.script.ends_after_seconds for item in played.values()] == [pytest.approx(expected)] * len(NODES)
+
+
+def test_a_pod_that_does_not_checkpoint_ignores_resume_from() -> None:
+    pods = jobset_pods(TRAINING, NODES)  # the catalog's ENABLE_CHECKPOINT is "false"
+    plan = FaultPlan()
+    for pod in pods:
+        assert script_for(pod, peers=NODES, plan=plan, attempt=0, resume_from=20) == script_for(
+            pod, peers=NODES, plan=plan, attempt=0
+        )
+        assert "checkpoint" not in script_for(pod, peers=NODES, plan=plan, attempt=0).log
+
+
+def test_a_transient_crash_after_a_save_is_resumed_from_it_on_the_retry() -> None:
+    """The story an end-to-end test tells: the first attempt crashes after its first checkpoint, the retry
+    loads it and finishes the run, saving the rest."""
+    plan = "nodes: {gpu-node-2: {fault: transient, afterSeconds: 4}}"
+    first = last_rank(play_checkpointing(10, plan, attempt=0))
+    assert (first.script.exit, [iteration for iteration, _ in saves(first.script)]) == (Exit(1, "Error"), [10])
+    retry = last_rank(play_checkpointing(10, plan, attempt=1, resume_from=10))
+    assert retry.script.exit == Exit(0, "Completed")
+    assert [record.iteration for record in parse_megatron_log(retry.script.log).records] == [20, 30, 40, 50]
+    assert [iteration for iteration, _ in saves(retry.script)] == [20, 30, 40, 50]
+
+
+@pytest.mark.parametrize(
+    ("plan", "resume_from", "crash_after"),
+    [
+        pytest.param("", None, None, id="healthy"),
+        pytest.param("defaults: {durationSeconds: 20}", None, None, id="longer"),
+        pytest.param("nodes: {gpu-node-2: {fault: crash, afterSeconds: 4}}", None, 4, id="crash-after-a-save"),
+        pytest.param("nodes: {gpu-node-2: {fault: crash, afterSeconds: 3}}", None, 3, id="crash-before-any"),
+        pytest.param("nodes: {gpu-node-2: {fault: transient, afterSeconds: 5}}", None, 5, id="transient"),
+        pytest.param("", 20, None, id="resumed"),
+        pytest.param(
+            "defaults: {durationSeconds: 20}\nnodes: {gpu-node-2: {fault: crash, afterSeconds: 6}}",
+            20,
+            6,
+            id="resumed-crash-inside-the-run",
+        ),
+    ],
+)
+def test_the_save_time_helper_gives_the_times_the_played_run_saves_at(
+    plan: str, resume_from: int | None, crash_after: float | None
+) -> None:
+    duration = load_fault_plan(plan).defaults.duration_seconds
+    played = saves(last_rank(play_checkpointing(10, plan, resume_from=resume_from)).script)
+    helper = checkpoint_save_seconds(
+        train_iters=50,
+        log_interval=10,
+        save_interval=10,
+        duration_seconds=duration,
+        resume_from=resume_from,
+        crash_after_seconds=crash_after,
+    )
+    assert [iteration for iteration, _ in helper] == [iteration for iteration, _ in played]
+    assert [at for _, at in helper] == pytest.approx([at for _, at in played], abs=1e-3)
+    assert (helper == []) == (crash_after == 3)
+
+
+def test_without_a_crash_the_save_times_spread_the_lines_evenly_over_the_duration() -> None:
+    # Lines at 1, 10, ..., 50 printed at 6 x k/7 s; the saves every 20 iterations are at 20 and 40.
+    found = checkpoint_save_seconds(train_iters=50, log_interval=10, save_interval=20, duration_seconds=6)
+    assert [iteration for iteration, _ in found] == [20, 40]
+    assert [at for _, at in found] == pytest.approx([18 / 7, 30 / 7])
 
 
 # --------------------------------------------------------------------------------------------- DCGM
