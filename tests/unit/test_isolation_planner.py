@@ -195,6 +195,24 @@ def test_a_node_whose_peers_are_all_faulty_is_cleared_by_any_pass() -> None:
     assert "x" not in alone.cleared  # y may be healthy: x still needs a pass with it
 
 
+def test_an_nvlink_fault_whose_only_peer_is_healthy_cannot_be_told_apart_and_neither_node_is_blamed() -> None:
+    # Domain X: x0 broken, so x1 and x2 can exercise NVLink only with each other. A job holding both fails
+    # whichever of them has the NVLink fault, and a job holding one of them without the other passes either way:
+    # no strategy can tell the two clusters apart, so the verdict must leave both untested, never guess.
+    candidates = tuple(Candidate(f"x{i}", "X") for i in range(3)) + tuple(Candidate(f"y{i}", "Y") for i in range(4))
+    verdicts = []
+    histories = []
+    for nvlink in ("x1", "x2"):
+        scenario = Scenario(candidates=candidates, node_faults=frozenset({"x0"}), nvlink_faults=frozenset({nvlink}))
+        verdict, _, results = play(candidates, FaultOracle(scenario).run)
+        verdicts.append(verdict)
+        histories.append([(r.round, r.group.nodes, r.outcome) for r in results])
+    assert histories[0] == histories[1]
+    assert verdicts[0] == verdicts[1]
+    assert verdicts[0].faulty == ("x0",)
+    assert [u.node for u in verdicts[0].untested] == ["x1", "x2"]
+
+
 def many_domains(count: int) -> tuple[Candidate, ...]:
     return tuple(Candidate(f"m{d:02d}n{i}", f"m{d:02d}") for d in range(count) for i in range(6))
 
