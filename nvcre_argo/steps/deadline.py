@@ -11,7 +11,8 @@ Bound: groups run in waves of `maxConcurrent`, an overflow group in its host's s
 wave at worst), each group
 `repeatCount` iterations, each iteration at most `timeoutPerJob` blocked plus `timeoutPerJob` running plus
 `measurementTimeout` waiting for its measurement (none where the verdict is the exit code), plus a
-per-iteration allowance for pod start-up and polling, plus a fixed allowance for plan, record and cleanup.
+per-iteration allowance for pod start-up and polling, and as much again for each checkpoint restart
+(`maxRestarts`), plus a fixed allowance for plan, record and cleanup.
 A diagnose category bounds its rounds by the isolation planner's round limit.
 """
 
@@ -51,6 +52,7 @@ def category_deadline_seconds(plan: Plan, category: ResolvedCategory) -> int:
         waves = _waves(regular, limit) + (1 if regular < len(plan.groups) else 0)
     iteration = 2 * duration_seconds(category.timeout_per_job) + category.measurement_wait_seconds
     iteration += ITERATION_ALLOWANCE_S
+    iteration *= 1 + (category.checkpoint.max_restarts if category.checkpoint is not None else 0)
     return WORKFLOW_ALLOWANCE_S + waves * (category.options.repeat_count or 1) * iteration
 
 

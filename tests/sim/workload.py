@@ -46,11 +46,12 @@ Timestamps printed inside logs are virtual: they start at the fixed `LOG_EPOCH` 
 work (e.g. Megatron's lines are one step time apart per iteration), so they are consistent with the numbers
 in the log, deterministic, and unrelated to the wall clock. Nothing here reads a clock or random numbers.
 
-Checkpoints (`tests/sim/checkpoints.py` says which pods checkpoint and where their saves persist): the last
-rank of a checkpointing training run prints at start-up Megatron's messages for the checkpoint it loads
-(`resume_from`, which the player looks up in its store) or that its directory has none. It prints a save
-right after the `training_log` line of each logged iteration that is the first at or past a multiple of
-`SAVE_INTERVAL` (up to `--train-iters`; the sim acts at logged iterations only), with a `SaveCheckpoint` step
+Checkpoints (`tests/sim/checkpoints.py` says which pods checkpoint and where their saves persist): the first
+rank (node rank 0, Megatron's global rank 0, `print_rank_0`) of a checkpointing training run prints at
+start-up Megatron's messages for the checkpoint it loads (`resume_from`, which the player looks up in its
+store) or that its directory has none. It prints a save at the time of the `training_log` line (printed by
+the last rank) of each logged iteration that is the first at or past a multiple of `SAVE_INTERVAL` (up to
+`--train-iters`; the sim acts at logged iterations only), with a `SaveCheckpoint` step
 between Megatron's two save lines. Saves follow the cut of the lines: a run that crashes, hangs or fails on a
 link never prints or stores a save due after that. A resumed run logs the multiples of `--log-interval` after
 the loaded iteration (its first interval is warm-up again, as after any restart), saves at the next due
@@ -1103,23 +1104,27 @@ def _training_script(kind: WorkloadKind, pod: _Pod, run: _TrainingRun, group: _G
     """Every rank starts torchrun; the last rank prints Megatron's lines spread over the run (the group's
     worst step time and TFLOP/s); completion exits 0, a crash exits first, its peers PEER_TEARDOWN later.
     Every rank works out the same virtual times, so a crash is stamped one step after the last line printed
-    before it, and the peers' reports PEER_TEARDOWN_SECONDS after that. A checkpointing run's last rank also
-    prints what it loaded (or that there was nothing to load) and each save right after its iteration's
-    line, and saves only what it printed."""
+    before it, and the peers' reports PEER_TEARDOWN_SECONDS after that. A checkpointing run's first rank
+    prints what it loaded (or that there was nothing to load) and each save at its iteration's time, and
+    saves only what it printed."""
     lines = _training_lines(run, step_ms=group.step_time_ms, tflops=group.tflops_per_gpu)
     times = _progress_at(len(lines), _progress_span(group))
     shown = _keep_progress(times, outcome)
     events: list[tuple[float, Step]] = [(0.0, Ready()), (0.0, Log(_torch_banner(run)))]
     events += _mark_event(pod.node, group.faults[pod.node])
+    # Megatron prints training lines from the last rank (`print_rank_last`) and checkpoint messages from global
+    # rank 0 (`print_rank_0`), the first node's pod: one pod prints both only in a one-node run.
+    checkpoints = run.checkpointing if run.node_rank == 0 else None
+    if checkpoints is not None:
+        events.append((0.0, Log(_checkpoint_load(run, checkpoints))))
     if run.last_rank:
-        if run.checkpointing is not None:
-            events.append((0.0, Log(_checkpoint_load(run, run.checkpointing))))
         events.append((0.0, Log(f" [before the start of training step] datetime: {_stamp(TRAINING_START)}\n")))
-        saved = set(run.saved_iterations)
-        for at, iteration, (clock, text) in zip(times[:shown], run.logged_iterations, lines, strict=False):
+    saved = set(run.saved_iterations)
+    for at, iteration, (clock, text) in zip(times[:shown], run.logged_iterations, lines, strict=False):
+        if run.last_rank:
             events.append((at, Log(text)))
-            if run.checkpointing is not None and iteration in saved:
-                events += _checkpoint_save(run, run.checkpointing, iteration, clock, at)
+        if checkpoints is not None and iteration in saved:
+            events += _checkpoint_save(run, checkpoints, iteration, clock, at)
     end = outcome.end_at if outcome.end_at is not None else 0.0
     crash_stamp = (lines[shown - 1][0] if shown else TRAINING_START) + timedelta(milliseconds=group.step_time_ms)
     if outcome.completes and run.last_rank:

@@ -25,6 +25,7 @@ from tests.sim.checkpoints import (
 from tests.sim.config import KubeletConfig
 from tests.sim.player import play_workload
 from tests.sim.pods import PodRunner
+from tests.sim.workload import COMPLETION_INDEX
 
 DIRECTORY = "/mnt/checkpoints/wf-abc-g0"
 CHECKPOINTING = {"ENABLE_CHECKPOINT": "true", "SAVE_INTERVAL": "15", "CHECKPOINT_DIR": DIRECTORY}
@@ -42,12 +43,24 @@ def training_pod(
     mounts: Mapping[str, tuple[str, Mapping[str, Any]]] | None = None,
     mount_options: Mapping[str, Any] | None = None,
     name: str = "train",
+    rank: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
     """A one-node Megatron pod; `mounts` maps volume names to (mountPath, volume source), by default the
-    `checkpoints` claim at /mnt/checkpoints. `mount_options` are added to every mount (subPath, readOnly)."""
+    `checkpoints` claim at /mnt/checkpoints. `mount_options` are added to every mount (subPath, readOnly).
+    `rank` (node rank, number of nodes) makes it one pod of a multi-node run instead: its completion index
+    and torchrun's `PET_NNODES`."""
     chosen = {"ckpt": ("/mnt/checkpoints", PVC)} if mounts is None else mounts
+    annotations = {} if rank is None else {COMPLETION_INDEX: str(rank[0])}
+    if rank is not None:
+        env = {**env, "PET_NNODES": str(rank[1])}
     return {
-        "metadata": {"name": name, "namespace": "cert-ns", "uid": f"uid-{name}", "labels": {}},
+        "metadata": {
+            "name": name,
+            "namespace": "cert-ns",
+            "uid": f"uid-{name}",
+            "labels": {},
+            "annotations": annotations,
+        },
         "spec": {
             "nodeName": "gpu-node-1",
             "containers": [
@@ -261,3 +274,26 @@ def test_a_pod_whose_checkpoint_directory_is_on_an_empty_dir_prints_its_saves_an
     second = played_log(training_pod(name="train-b", mounts=on_empty_dir), store, kubelet, tmp_path)
     assert "will not load any checkpoints and will start from random" in second
     assert [record.iteration for record in parse_megatron_log(second).records] == [1, 5, 10, 15, 20]
+
+
+def test_in_a_two_node_run_only_rank_0_s_pod_stores_the_saves_and_the_restarted_pair_resumes_from_them(
+    tmp_path: Path,
+) -> None:
+    """Megatron saves from global rank 0 (the first node's pod) and logs training from the last rank: of the
+    two pods on one claim, only rank 0's stores anything, and the restarted pair loads it."""
+    store, kubelet = CheckpointStore(), CountingKubelet()
+    last = played_log(training_pod(name="train-1-a", rank=(1, 2)), store, kubelet, tmp_path)
+    assert "checkpoint" not in last
+    assert [record.iteration for record in parse_megatron_log(last).records] == [1, 5, 10, 15, 20]
+    assert store.locations() == ()
+    first = played_log(training_pod(name="train-0-a", rank=(0, 2)), store, kubelet, tmp_path)
+    assert "could not find the metadata file /mnt/checkpoints/wf-abc-g0/latest_checkpointed_iteration.txt" in first
+    assert "successfully saved checkpoint from iteration      15 to /mnt/checkpoints/wf-abc-g0" in first
+    assert parse_megatron_log(first).records == ()
+    assert store.saved(located("wf-abc-g0")) == (15,)
+    first = played_log(training_pod(name="train-0-b", rank=(0, 2)), store, kubelet, tmp_path)
+    last = played_log(training_pod(name="train-1-b", rank=(1, 2)), store, kubelet, tmp_path)
+    assert " loading distributed checkpoint from /mnt/checkpoints/wf-abc-g0 at iteration 15\n" in first
+    assert "checkpoint" not in last
+    assert [record.iteration for record in parse_megatron_log(last).records] == [20]
+    assert store.saved(located("wf-abc-g0")) == (15,)  # nothing more was due

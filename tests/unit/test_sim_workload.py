@@ -624,16 +624,28 @@ def test_a_training_hang_with_after_seconds_logs_every_iteration_due_before_then
 # --------------------------------------------------------------------------------------------- checkpoints
 
 # The training entry below: --train-iters 50, --log-interval 10 (lines at 1, 10, 20, 30, 40, 50), TP 2 on h100.
+# Megatron prints its checkpoint messages from global rank 0 (`print_rank_0`, the first node's pod) and its
+# training lines from the last rank (`print_rank_last`): one pod prints both only in a one-node run.
 CHECKPOINT_DIR = "/mnt/checkpoints/wf-abc-g0"
-LAST_NODE = "gpu-node-4"  # where the last rank, which prints Megatron's lines, runs
+FIRST_NODE = "gpu-node-1"  # where rank 0, which prints the checkpoint messages and saves, runs
+LAST_NODE = "gpu-node-4"  # where the last rank, which prints the training lines, runs
+ONE_NODE = (FIRST_NODE,)
+GROUP_SIZES = [pytest.param(ONE_NODE, id="one-node"), pytest.param(NODES, id="four-nodes")]
+BANNER_END = "processes per node\n"  # the end of torchrun's banner, every rank's first line
+NO_CHECKPOINT = (
+    "WARNING: could not find the metadata file /mnt/checkpoints/wf-abc-g0/latest_checkpointed_iteration.txt\n"
+    "    will not load any checkpoints and will start from random\n"
+)
 SAVING = re.compile(r"^\[[\d:. -]+\] saving checkpoint at iteration +(\d+) to (\S+) in torch_dist format$")
 SAVED = re.compile(r"^  \[[\d:. -]+\] successfully saved checkpoint from iteration +(\d+) to (\S+) \[ t 1/2, p 1/1 \]$")
 
 
-def checkpointing_pods(save_interval: int, *, claim: str | None = "checkpoints") -> list[dict[str, Any]]:
-    """The training entry's pods with the product's checkpoint contract: env on every `node` pod and, unless
-    `claim` is None (then an emptyDir), the claim mounted at /mnt/checkpoints."""
-    pods = copy.deepcopy(jobset_pods(TRAINING, NODES))
+def checkpointing_pods(
+    save_interval: int, *, nodes: Sequence[str] = NODES, claim: str | None = "checkpoints"
+) -> list[dict[str, Any]]:
+    """The training entry's pods on `nodes` with the product's checkpoint contract: env on every `node` pod
+    and, unless `claim` is None (then an emptyDir), the claim mounted at /mnt/checkpoints."""
+    pods = copy.deepcopy(jobset_pods(TRAINING, nodes))
     settings = {"ENABLE_CHECKPOINT": "true", "SAVE_INTERVAL": str(save_interval), "CHECKPOINT_DIR": CHECKPOINT_DIR}
     source: dict[str, Any] = {"persistentVolumeClaim": {"claimName": claim}} if claim else {"emptyDir": {}}
     for pod in pods:
@@ -649,15 +661,20 @@ def checkpointing_pods(save_interval: int, *, claim: str | None = "checkpoints")
 
 
 def play_checkpointing(
-    save_interval: int, plan: str = "", *, attempt: int = 0, resume_from: int | None = None
+    save_interval: int,
+    plan: str = "",
+    *,
+    nodes: Sequence[str] = NODES,
+    attempt: int = 0,
+    resume_from: int | None = None,
 ) -> dict[str, Played]:
-    pods = checkpointing_pods(save_interval)
+    pods = checkpointing_pods(save_interval, nodes=nodes)
     chosen = load_fault_plan(plan)
     return {
         f"node-{pod['metadata']['labels'][COMPLETION_INDEX]}": Played(
             f"node-{pod['metadata']['labels'][COMPLETION_INDEX]}",
             pod["spec"]["nodeName"],
-            script_for(pod, peers=NODES, plan=chosen, attempt=attempt, resume_from=resume_from),
+            script_for(pod, peers=rank_nodes(pods), plan=chosen, attempt=attempt, resume_from=resume_from),
         )
         for pod in pods
     }
@@ -668,25 +685,48 @@ def saves(script: Script) -> list[tuple[int, float]]:
     return [(step.iteration, at) for at, step in script.timeline() if isinstance(step, SaveCheckpoint)]
 
 
-def printed_saves(log: str) -> list[int]:
-    """The iterations whose save the log shows, checking Megatron's two lines follow the iteration's own."""
-    lines = log.splitlines()
+def timed_lines(script: Script) -> list[tuple[float, str]]:
+    """Every line of the script's log, with the second it is printed at."""
+    return [(at, line) for at, step in script.timeline() if isinstance(step, Log) for line in step.text.splitlines()]
+
+
+def after_banner(log: str) -> str:
+    return log[log.index(BANNER_END) + len(BANNER_END) :]
+
+
+def printed_saves(saving: Played, training: Played) -> list[int]:
+    """The iterations whose save rank 0's pod (`saving`) prints, checking that Megatron's two lines come with
+    the last rank's (`training`) line of that iteration: right after it when one pod prints both (a one-node
+    run), at the same second when they are two pods."""
+    lines = timed_lines(saving.script)
+    training_at = {
+        record.iteration: at
+        for at, line in timed_lines(training.script)
+        if (record := parse_training_line(line)) is not None
+    }
     found = []
-    for index, line in enumerate(lines):
-        if (saving := SAVING.match(line)) is None:
+    for index, (at, line) in enumerate(lines):
+        if (saving_line := SAVING.match(line)) is None:
             continue
-        iteration = int(saving[1])
-        record = parse_training_line(lines[index - 1])
-        assert record is not None, lines[index - 1]
-        assert record.iteration == iteration
-        saved = SAVED.match(lines[index + 1])
-        assert saved is not None, lines[index + 1]
-        assert (int(saved[1]), saved[2], saving[2]) == (iteration, CHECKPOINT_DIR, CHECKPOINT_DIR)
+        iteration = int(saving_line[1])
+        if saving.role == training.role:
+            record = parse_training_line(lines[index - 1][1])
+            assert record is not None, lines[index - 1]
+            assert record.iteration == iteration
+        else:
+            assert parse_training_line(lines[index - 1][1]) is None  # rank 0 prints no training line
+            assert at == pytest.approx(training_at[iteration], abs=1e-3)
+        saved_at, saved_line = lines[index + 1]
+        saved = SAVED.match(saved_line)
+        assert saved is not None, saved_line
+        assert saved_at == at
+        assert (int(saved[1]), saved[2], saving_line[2]) == (iteration, CHECKPOINT_DIR, CHECKPOINT_DIR)
         found.append(iteration)
-    assert len(found) == log.count("successfully saved checkpoint")
+    assert len(found) == saving.script.log.count("successfully saved checkpoint")
     return found
 
 
+@pytest.mark.parametrize("nodes", GROUP_SIZES)
 @pytest.mark.parametrize(
     ("save_interval", "expected"),
     [
@@ -698,17 +738,18 @@ def printed_saves(log: str) -> list[int]:
         pytest.param(51, [], id="past-the-end"),
     ],
 )
-def test_the_last_rank_saves_at_the_first_logged_iteration_at_or_past_each_multiple_of_the_save_interval(
-    save_interval: int, expected: list[int]
+def test_rank_0_saves_at_the_first_logged_iteration_at_or_past_each_multiple_of_the_save_interval(
+    save_interval: int, expected: list[int], nodes: tuple[str, ...]
 ) -> None:
-    played = play_checkpointing(save_interval)
+    played = play_checkpointing(save_interval, nodes=nodes)
     assert_well_formed(played)
-    last = played.pop("node-3")
-    assert last.node == LAST_NODE
-    assert [iteration for iteration, _ in saves(last.script)] == expected
-    assert printed_saves(last.script.log) == expected
+    last = last_rank(played)
+    first = played.pop("node-0")
+    assert (first.node, last.node) == (FIRST_NODE, nodes[-1])
+    assert [iteration for iteration, _ in saves(first.script)] == expected
+    assert printed_saves(first, last) == expected
     # Stored between Megatron's two lines: a log showing the success always has the checkpoint behind it.
-    steps = last.script.steps
+    steps = first.script.steps
     for index, step in enumerate(steps):
         if isinstance(step, SaveCheckpoint):
             before, after = steps[index - 1], steps[index + 1]
@@ -716,20 +757,22 @@ def test_the_last_rank_saves_at_the_first_logged_iteration_at_or_past_each_multi
             assert SAVING.match(before.text.splitlines()[-1])
             assert isinstance(after, Log)
             assert SAVED.match(after.text.splitlines()[0])
+    assert len(played) == len(nodes) - 1
     for rank in played.values():
         assert saves(rank.script) == []
         assert "checkpoint" not in rank.script.log
 
 
-def test_checkpoint_messages_are_megatron_s_own_and_the_product_reads_the_training_lines_as_before() -> None:
-    checkpointing = last_rank(play_checkpointing(25)).script.log
-    plain = last_rank(play(TRAINING)).script.log
-    banner_end = checkpointing.index(" [before the start of training step]")
-    assert checkpointing[:banner_end].endswith(
-        "processes per node\n"
-        "WARNING: could not find the metadata file /mnt/checkpoints/wf-abc-g0/latest_checkpointed_iteration.txt\n"
-        "    will not load any checkpoints and will start from random\n"
-    )
+@pytest.mark.parametrize("nodes", GROUP_SIZES)
+def test_checkpoint_messages_are_megatron_s_own_and_the_product_reads_the_training_lines_as_before(
+    nodes: tuple[str, ...],
+) -> None:
+    played = play_checkpointing(25, nodes=nodes)
+    checkpointing, training = played["node-0"].script.log, last_rank(played).script.log
+    plain = last_rank(play(TRAINING, nodes=nodes)).script.log
+    assert after_banner(checkpointing).startswith(NO_CHECKPOINT)
+    if len(nodes) == 1:
+        assert after_banner(checkpointing).startswith(NO_CHECKPOINT + " [before the start of training step]")
     # Iteration 30: a minute of start-up, iteration 1's 10 s warm-up, then 29 x 2 s.
     assert (
         "[2026-01-01 00:02:08.000000] saving checkpoint at iteration      30 to /mnt/checkpoints/wf-abc-g0 in "
@@ -737,10 +780,34 @@ def test_checkpoint_messages_are_megatron_s_own_and_the_product_reads_the_traini
         "  [2026-01-01 00:02:08.000000] successfully saved checkpoint from iteration      30 to "
         "/mnt/checkpoints/wf-abc-g0 [ t 1/2, p 1/1 ]\n"
     ) in checkpointing
-    assert parse_megatron_log(checkpointing) == parse_megatron_log(plain)
+    assert parse_megatron_log(training) == parse_megatron_log(plain)
+    assert len(parse_megatron_log(training).records) == 6
 
 
-@pytest.mark.parametrize("crashing", ["gpu-node-2", LAST_NODE])
+def test_in_a_two_node_run_rank_0_prints_and_stores_the_checkpoints_and_the_last_rank_the_training_lines() -> None:
+    played = play_checkpointing(10, nodes=NODES[:2])
+    assert_well_formed(played)
+    first, last = played["node-0"], played["node-1"]
+    assert (first.node, last.node) == (FIRST_NODE, "gpu-node-2")
+    # Iterations 10 to 50 at 00:01:28 + 20 s x k: 60 s of start-up, 10 s of warm-up, then 2 s per iteration.
+    assert after_banner(first.script.log) == NO_CHECKPOINT + "".join(
+        f"[2026-01-01 00:{stamp}.000000] saving checkpoint at iteration {iteration:7d} to {CHECKPOINT_DIR} in "
+        "torch_dist format\n"
+        f"  [2026-01-01 00:{stamp}.000000] successfully saved checkpoint from iteration {iteration:7d} to "
+        f"{CHECKPOINT_DIR} [ t 1/2, p 1/1 ]\n"
+        for iteration, stamp in [(10, "01:28"), (20, "01:48"), (30, "02:08"), (40, "02:28"), (50, "02:48")]
+    )
+    assert [parse_training_line(line) for line in first.script.log.splitlines()] == [None] * len(
+        first.script.log.splitlines()
+    )
+    assert "checkpoint" not in last.script.log
+    assert [record.iteration for record in parse_megatron_log(last.script.log).records] == [1, 10, 20, 30, 40, 50]
+    assert [iteration for iteration, _ in saves(first.script)] == [10, 20, 30, 40, 50]
+    assert not any(isinstance(step, SaveCheckpoint) for step in last.script)
+    assert printed_saves(first, last) == [10, 20, 30, 40, 50]
+
+
+@pytest.mark.parametrize("crashing", [FIRST_NODE, "gpu-node-2", LAST_NODE])
 @pytest.mark.parametrize(
     ("after", "expected"),
     [
@@ -755,42 +822,43 @@ def test_a_crash_prints_and_stores_only_the_saves_due_before_it(
 ) -> None:
     played = play_checkpointing(10, f"nodes: {{{crashing}: {{fault: crash, exitCode: 137, afterSeconds: {after}}}}}")
     assert_well_formed(played)
-    last = last_rank(played)
-    assert [iteration for iteration, _ in saves(last.script)] == expected
-    assert printed_saves(last.script.log) == expected
-    assert all(at < after for _, at in saves(last.script))
-    assert last.failure_at is not None
-    assert last.failure_at >= after
+    first, last = played["node-0"], last_rank(played)
+    assert [iteration for iteration, _ in saves(first.script)] == expected
+    assert printed_saves(first, last) == expected
+    assert all(at < after for _, at in saves(first.script))
+    for rank in (first, last):
+        assert rank.failure_at is not None
+        assert rank.failure_at >= after
 
 
 def test_a_hung_run_stores_the_saves_it_printed_before_it_hung() -> None:
     """Lines at 3/7 x k s; a hang at 2.5 s keeps the first five (iterations 1 to 40)."""
     played = play_checkpointing(10, "nodes: {gpu-node-3: {fault: hang, afterSeconds: 2.5}}")
-    last = last_rank(played)
-    assert last.script.terminal == RunForever()
-    assert [iteration for iteration, _ in saves(last.script)] == printed_saves(last.script.log) == [10, 20, 30, 40]
+    first, last = played["node-0"], last_rank(played)
+    assert (first.script.terminal, last.script.terminal) == (RunForever(), RunForever())
+    assert [record.iteration for record in parse_megatron_log(last.script.log).records] == [1, 10, 20, 30, 40]
+    assert [iteration for iteration, _ in saves(first.script)] == printed_saves(first, last) == [10, 20, 30, 40]
 
 
 def test_a_resumed_run_loads_its_checkpoint_then_trains_and_saves_from_there() -> None:
     played = play_checkpointing(25, "defaults: {durationSeconds: 3}", resume_from=20)
     assert_well_formed(played)
-    last = played.pop("node-3")
-    log = last.script.log
-    before_training = log[: log.index(" [before the start of training step]")]
-    assert before_training.endswith(
-        "processes per node\n"
+    last = last_rank(played)
+    first = played.pop("node-0")
+    assert after_banner(first.script.log).startswith(
         " loading distributed checkpoint from /mnt/checkpoints/wf-abc-g0 at iteration 20\n"
         "  successfully loaded checkpoint from /mnt/checkpoints/wf-abc-g0 [ t 1/2, p 1/1 ] at iteration 20\n"
     )
+    log = last.script.log
     records = parse_megatron_log(log).records
     assert [record.iteration for record in records] == [30, 40, 50]
     assert [record.elapsed_ms for record in records] == [2000 * WARMUP_FACTOR, 2000, 2000]  # warm-up again
     assert re.findall(r"consumed samples: +(\d+)", log) == [str(iteration * 32) for iteration in (30, 40, 50)]
     assert parse_megatron_log(log).avg_step_time_sec == pytest.approx(2.0)
     # Saves due after 20: 25 (at 30) and 50.
-    assert [iteration for iteration, _ in saves(last.script)] == printed_saves(log) == [30, 50]
+    assert [iteration for iteration, _ in saves(first.script)] == printed_saves(first, last) == [30, 50]
     # 30 of the 50 iterations left: 3 s x 30/50, for every rank.
-    for item in [last, *played.values()]:
+    for item in [first, *played.values()]:
         assert item.script.ends_after_seconds == pytest.approx(1.8)
         assert item.script.exit == Exit(0, "Completed")
     for rank in played.values():
@@ -800,11 +868,12 @@ def test_a_resumed_run_loads_its_checkpoint_then_trains_and_saves_from_there() -
 @pytest.mark.parametrize("resume_from", [50, 70])
 def test_a_run_resumed_at_or_past_its_last_iteration_loads_and_completes_after_the_minimum(resume_from: int) -> None:
     played = play_checkpointing(10, resume_from=resume_from)
-    last = last_rank(played)
+    first, last = played["node-0"], last_rank(played)
     assert f"successfully loaded checkpoint from {CHECKPOINT_DIR} [ t 1/2, p 1/1 ] at iteration {resume_from}\n" in (
-        last.script.log
+        first.script.log
     )
-    assert (parse_megatron_log(last.script.log).records, saves(last.script)) == ((), [])
+    assert parse_megatron_log(last.script.log).records == ()
+    assert [saves(item.script) for item in played.values()] == [[]] * len(NODES)
     assert {(item.script.ends_after_seconds, item.script.exit) for item in played.values()} == {
         (RESUMED_MIN_SECONDS, Exit(0, "Completed"))
     }
@@ -841,12 +910,15 @@ def test_a_transient_crash_after_a_save_is_resumed_from_it_on_the_retry() -> Non
     """The story an end-to-end test tells: the first attempt crashes after its first checkpoint, the retry
     loads it and finishes the run, saving the rest."""
     plan = "nodes: {gpu-node-2: {fault: transient, afterSeconds: 4}}"
-    first = last_rank(play_checkpointing(10, plan, attempt=0))
+    first = play_checkpointing(10, plan, attempt=0)["node-0"]
     assert (first.script.exit, [iteration for iteration, _ in saves(first.script)]) == (Exit(1, "Error"), [10])
-    retry = last_rank(play_checkpointing(10, plan, attempt=1, resume_from=10))
-    assert retry.script.exit == Exit(0, "Completed")
-    assert [record.iteration for record in parse_megatron_log(retry.script.log).records] == [20, 30, 40, 50]
-    assert [iteration for iteration, _ in saves(retry.script)] == [20, 30, 40, 50]
+    retry = play_checkpointing(10, plan, attempt=1, resume_from=10)
+    assert " loading distributed checkpoint from /mnt/checkpoints/wf-abc-g0 at iteration 10\n" in (
+        retry["node-0"].script.log
+    )
+    assert {item.script.exit for item in retry.values()} == {Exit(0, "Completed")}
+    assert [record.iteration for record in parse_megatron_log(last_rank(retry).script.log).records] == [20, 30, 40, 50]
+    assert [iteration for iteration, _ in saves(retry["node-0"].script)] == [20, 30, 40, 50]
 
 
 @pytest.mark.parametrize(
@@ -869,8 +941,12 @@ def test_a_transient_crash_after_a_save_is_resumed_from_it_on_the_retry() -> Non
 def test_the_save_time_helper_gives_the_times_the_played_run_saves_at(
     plan: str, resume_from: int | None, crash_after: float | None
 ) -> None:
+    """The helper's times are those at which rank 0's pod prints each save and stores it."""
     duration = load_fault_plan(plan).defaults.duration_seconds
-    played = saves(last_rank(play_checkpointing(10, plan, resume_from=resume_from)).script)
+    saving = play_checkpointing(10, plan, resume_from=resume_from)["node-0"].script
+    played = saves(saving)
+    printed = [(int(found[1]), at) for at, line in timed_lines(saving) if (found := SAVING.match(line)) is not None]
+    assert printed == played
     helper = checkpoint_save_seconds(
         train_iters=50,
         log_interval=10,

@@ -16,6 +16,7 @@ from nvcre_argo.plan.model import NodeGroup, Plan
 from nvcre_argo.plan.selection import matches_target
 from nvcre_argo.render.certification_workflow import embedded_category_workflow
 from nvcre_argo.render.step_placement import StepPlacement, Toleration, avoid_target_affinity, placement_spec
+from nvcre_argo.resolve.category import ResolvedCheckpoint
 from nvcre_argo.results import GroupResultRecord, IterationRecord
 from nvcre_argo.steps.deadline import ITERATION_ALLOWANCE_S, WORKFLOW_ALLOWANCE_S, category_deadline_seconds
 from nvcre_argo.steps.following import IterationResult
@@ -215,6 +216,14 @@ def test_the_category_deadline_allows_the_measurement_wait_only_where_something_
     dcgm = resolve(DCGM).model_copy(update={"timeout_per_job": "10m", "measurement_timeout": "1h"})
     assert category_deadline_seconds(plan, one_minute) == WORKFLOW_ALLOWANCE_S + 2 * 600 + 60 + ITERATION_ALLOWANCE_S
     assert category_deadline_seconds(plan, dcgm) == WORKFLOW_ALLOWANCE_S + 2 * 600 + ITERATION_ALLOWANCE_S
+
+
+def test_the_category_deadline_allows_every_checkpoint_restart_a_whole_iteration() -> None:
+    training = resolve(NCCL).model_copy(update={"timeout_per_job": "10m", "measurement_timeout": "1m"})
+    restarting = training.model_copy(update={"checkpoint": ResolvedCheckpoint(max_restarts=2)})
+    iteration = 2 * 600 + 60 + ITERATION_ALLOWANCE_S
+    assert category_deadline_seconds(plan_of(1), training) == WORKFLOW_ALLOWANCE_S + iteration
+    assert category_deadline_seconds(plan_of(1), restarting) == WORKFLOW_ALLOWANCE_S + 3 * iteration
 
 
 # ---------------------------------------------------------------------------------------- what the UI shows
