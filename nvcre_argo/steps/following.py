@@ -121,8 +121,9 @@ class _Watched:
 
     limits: StallLimits | None = None  # None: the workload prints no iterations to watch
     progress: Progress = field(default_factory=Progress)
-    running_at: float | None = None
-    first_iteration_at: float | None = None
+    running_at: float | None = None  # step clock when a pod of the workload was first seen started
+    running_active: float = 0.0  # counted running seconds then
+    first_iteration_at: float | None = None  # counted running seconds at the first training line
     resumed_from: int | None = None
     checkpoint: CheckpointSeen | None = None
 
@@ -147,12 +148,20 @@ class _Watched:
         reschedule = None
         if self.running_at is not None and history.failed_at is not None:
             reschedule = self.running_at - history.failed_at
+        resume = None if self.first_iteration_at is None else max(0.0, self.first_iteration_at - self.running_active)
         history.restarts[-1] = completed_restart(
-            history.restarts[-1],
-            reschedule_seconds=reschedule,
-            resume_seconds=self.first_iteration_at,
-            resumed_from=self.resumed_from,
+            history.restarts[-1], reschedule_seconds=reschedule, resume_seconds=resume, resumed_from=self.resumed_from
         )
+
+    def started(self, pods: Sequence[dict[str, Any]], now: float, active_seconds: float) -> None:
+        """Note when the workload's pods first run: its reschedule ends there (deleting the failed workload,
+        queueing, scheduling, pulling), and its resume (loading the checkpoint) begins."""
+        if self.running_at is None and any(_pod_started(pod) for pod in pods):
+            self.running_at, self.running_active = now, active_seconds
+
+
+def _pod_started(pod: dict[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Running", "Succeeded", "Failed")
 
 
 def follow_trainjob(
@@ -194,8 +203,8 @@ def follow_trainjob(
         if phase is not last_phase:
             report(f"TrainJob/{name}: {phase.value} (running time counted: {clock.active_seconds:.0f}s of {timeout}s)")
             last_phase = phase
-        if phase is Phase.RUNNING and watched.running_at is None:
-            watched.running_at = now
+        if phase is Phase.RUNNING:
+            watched.started(pods, now, clock.active_seconds)
             history.started_at = now if history.started_at is None else history.started_at
         if phase is Phase.MISSING:
             return ended(

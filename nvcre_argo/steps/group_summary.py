@@ -17,10 +17,16 @@ NODES_SHOWN = 5
 
 
 def measurement_text(result: GroupResult) -> str:
-    """`busBandwidthGBps=452.1` (each iteration's figures, in order, when the group ran several), or ``""``."""
+    """`busBandwidthGBps=452.1` (each iteration's figures, in order, when the group ran several), or ``""``;
+    a checkpointing workload that was restarted says how often and the work lost (`1 checkpoint restart, 12s
+    of work lost`), since its goodput is charged for them."""
     parts = []
     for iteration in result.iterations:
         figures = ", ".join(f"{key}={value:.4g}" for key, value in sorted(iteration.measurements.items()))
+        if iteration.restarts:
+            lost = sum(restart["lost_work_seconds"] for restart in iteration.restarts)
+            restarts = f"{len(iteration.restarts)} checkpoint restart(s), {lost:.0f}s of work lost"
+            figures = f"{figures} ({restarts})" if figures else restarts
         if figures:
             parts.append(figures if len(result.iterations) == 1 else f"#{iteration.iteration + 1}: {figures}")
     return "; ".join(parts)

@@ -9,8 +9,9 @@ reference restarts only workload failures; a sick node is not retried in place).
 
 What a restart costs is recorded for the report and folded into goodput, with the reference's terms:
 - lost work (t_ch): running time between the last checkpoint the step saw and the failure;
-- reschedule (t_re): from the failure to the next workload running (deletion, queueing, scheduling, start);
-- resume (t_rm): from that workload running to its first training iteration (loading the checkpoint).
+- reschedule (t_re): from the failure to a pod of the next workload running (deletion, queueing, scheduling,
+  image pull);
+- resume (t_rm): from then to its first training iteration, counted running time (loading the checkpoint).
 goodput = measured goodput of the final workload x (t_w - t_ch - t_rm - t_re) / (t_w - t_re), where t_w is
 the wall time from the first workload running to the last one ending. The measured ratio covers only the
 final workload's own log (warm-up, saves, stalls); the factor charges the time the restarts wasted.

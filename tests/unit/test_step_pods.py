@@ -286,6 +286,17 @@ def test_measurements_show_each_iteration_when_the_group_repeats() -> None:
     assert measurement_text(GroupResult("g0", ["a"], [])) == ""
 
 
+def test_a_restarted_workload_shows_its_restarts_and_lost_work_beside_its_figures() -> None:
+    restart = {"trainjob": "tj", "checkpoint_iteration": 10, "lost_work_seconds": 12.4}
+    resumed = IterationResult(0, "tj-r1", True, "ok", [], {"goodputRatio": 0.71}, [restart])
+    unmeasured = IterationResult(0, "tj-r1", False, "failed", [], {}, [restart, restart])
+
+    assert measurement_text(GroupResult("g0", ["a"], [resumed])) == (
+        "goodputRatio=0.71 (1 checkpoint restart(s), 12s of work lost)"
+    )
+    assert measurement_text(GroupResult("g0", ["a"], [unmeasured])) == "2 checkpoint restart(s), 25s of work lost"
+
+
 def test_each_category_step_exports_its_duration_and_failed_nodes_as_argo_metrics() -> None:
     spec = load_yaml_mapping(compile_example().stdout, "compiled")["spec"]
     steps = [template for template in spec["templates"] if embedded_category_workflow(template)]
