@@ -9,6 +9,7 @@ claim). The same objects go to a real API server in tests/integration/test_platf
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -172,7 +173,7 @@ def test_gcp_a3_mega_runs_the_tcpxo_daemon_beside_the_worker_on_eight_gpu_nics()
     assert daemon["restartPolicy"] == "Always"
     assert "tcpgpudmarxd" in daemon["image"]
     assert annotations["networking.gke.io/default-interface"] == "eth0"
-    assert [item["network"] for item in __import__("json").loads(annotations["networking.gke.io/interfaces"])] == [
+    assert [item["network"] for item in json.loads(annotations["networking.gke.io/interfaces"])] == [
         "default",
         *[f"gpu-nic{index}" for index in range(8)],
     ]
@@ -260,7 +261,7 @@ def test_gcp_a4x_annotates_the_job_template_and_the_pod_and_tolerates_arm64_gpu_
 
     job_annotations = pods.job_template(job)["metadata"]["annotations"]
     assert job_annotations == pods.pod_template(job)["metadata"]["annotations"]
-    assert [item["network"] for item in __import__("json").loads(job_annotations["networking.gke.io/interfaces"])] == [
+    assert [item["network"] for item in json.loads(job_annotations["networking.gke.io/interfaces"])] == [
         "default",
         *[f"rdma-{index}" for index in range(4)],
     ]
