@@ -33,12 +33,14 @@ def select_arms(
     architecture: str | None,
     instance_type: str | None = None,
 ) -> tuple[PlatformArm, ...]:
+    gpu = gpu_values(category, architecture)
     context = ArmContext(
         platform=platform,
         gpu_architecture=architecture,
         instance_type=instance_type,
         domain=category.domain,
-        mnnvl=gpu_values(category, architecture).mnnvl,
+        mnnvl=gpu.mnnvl,
+        gpus_per_node=gpu.gpus_per_node,
     )
     return matching_arms(arms, context)
 

@@ -30,6 +30,7 @@ class ArmContext:
     instance_type: str | None
     domain: str
     mnnvl: bool = False
+    gpus_per_node: int | None = None
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,8 @@ def _matches(arm: PlatformArm, context: ArmContext) -> bool:
         (when.domain, context.domain),
     )
     if when.mnnvl is not None and when.mnnvl != context.mnnvl:
+        return False
+    if when.gpus_per_node is not None and context.gpus_per_node not in when.gpus_per_node:
         return False
     return all(match is None or match.matches(value) for match, value in checks)
 
@@ -117,6 +120,10 @@ def _patch_worker(
         job_metadata["annotations"] = dict(
             sorted({**job_metadata.get("annotations", {}), **patch["job_annotations"]}.items())
         )
+    for toleration in patch["tolerations"]:
+        existing = pod.setdefault("tolerations", [])
+        if toleration not in existing:
+            existing.append(toleration)
     for volume in patch["volumes"]:
         _put_named(pod.setdefault("volumes", []), volume)
     for mount in patch["volume_mounts"]:

@@ -1,11 +1,11 @@
 """Platform arms: data that says how a TrainingRuntime changes on one platform and GPU architecture, and the
 loader that reads and checks it.
 
-An arm is a matcher (`when`: platform, GPU architecture, instance type, category domain) and a patch (image,
-environment, worker resources, annotations, volumes, sidecars, DRA claims). Arms are data, not code, for the
-same reason catalog entries are: a site with another NIC resource name or a new instance type adds a file with
-`--catalog DIR` (`DIR/_platform/*.yaml`) and rebuilds nothing. Built-in arms ship as package data in
-`nvcre_argo/platform/arms/`. Arms keep the order they are read in (files by name, arms in file order); an extra
+An arm is a matcher (`when`: platform, GPU architecture, instance type, category domain, GPUs per node) and a
+patch (image, environment, worker resources, annotations, tolerations, volumes, sidecars, DRA claims). Arms are
+data, not code, for the same reason catalog entries are: a site with another NIC resource name or a new instance
+type adds a file with `--catalog DIR` (`DIR/_platform/*.yaml`) and rebuilds nothing. Built-in arms ship as package
+data in `nvcre_argo/platform/arms/`. Arms keep the order they are read in (files by name, arms in file order); an extra
 arm with a built-in arm's name replaces it in place, a new one is appended. Every problem names its file and
 field, like the catalog loader.
 """
@@ -74,6 +74,12 @@ class ArmWhen(_ArmModel):
     instance_type: StringMatch | None = None
     domain: StringMatch | None = None
     mnnvl: bool | None = Field(default=None, description="Only when multi-node NVLink is (true) or is not (false) on.")
+    gpus_per_node: list[Annotated[int, Field(ge=1)]] | None = Field(
+        default=None,
+        min_length=1,
+        description="Only when the per-node GPU count is one of these: settings that depend on how many GPUs share "
+        "a node's PCIe tree (GKE G4's NCCL_P2P_LEVEL) follow the count the pods request, not the machine name.",
+    )
 
 
 class ArmResources(_ArmModel):
@@ -106,6 +112,11 @@ class ArmPatch(_ArmModel):
         description="Annotation value repeated mlnxPerNode times, comma-joined; left out when mlnxPerNode is 0.",
     )
     job_annotations: dict[str, str] = Field(default_factory=dict)
+    tolerations: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Taints the platform puts on its GPU nodes (arm64, nvidia.com/gpu) that the workers must "
+        "tolerate even when the target selects nodes by other taints; kept beside the target's tolerations.",
+    )
     volumes: list[dict[str, Any]] = Field(default_factory=list)
     volume_mounts: list[dict[str, Any]] = Field(default_factory=list)
     init_containers: list[dict[str, Any]] = Field(default_factory=list)

@@ -17,6 +17,7 @@ from nvcre_argo.podspec import replace_pod_image
 GPU_RESOURCE = "nvidia.com/gpu"
 RDMA_DEVICE_DIR = "/dev/infiniband"
 RDMA_VOLUME = "host-infiniband"
+CATCH_ALL_TOLERATION = {"operator": "Exists"}
 
 
 def replicated_jobs(runtime_spec: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -55,7 +56,7 @@ def fail_fast(replicated_job: dict[str, Any]) -> None:
 def tolerations_for(target: TargetSpec) -> list[dict[str, Any]]:
     """Tolerate exactly the selected taints; without taint selectors, tolerate everything (GPU taints vary)."""
     if not target.taint_selectors:
-        return [{"operator": "Exists"}]
+        return [dict(CATCH_ALL_TOLERATION)]
     tolerations = []
     for selector in target.taint_selectors:
         toleration: dict[str, Any] = {"key": selector.key}
@@ -67,6 +68,16 @@ def tolerations_for(target: TargetSpec) -> list[dict[str, Any]]:
             toleration["effect"] = selector.effect
         tolerations.append(toleration)
     return tolerations
+
+
+def with_target_tolerations(platform: list[dict[str, Any]], target: TargetSpec) -> list[dict[str, Any]]:
+    """The platform arms' tolerations followed by the target's, each once; the target's catch-all alone when it
+    tolerates everything. A platform that taints its GPU nodes (arm64, `nvidia.com/gpu`) needs its tolerations
+    exactly when the target selects nodes by another taint: the pods must tolerate every taint a node has."""
+    chosen = tolerations_for(target)
+    if CATCH_ALL_TOLERATION in chosen:
+        return chosen
+    return [*platform, *[toleration for toleration in chosen if toleration not in platform]]
 
 
 def replace_image(replicated_job: dict[str, Any], image: str) -> None:

@@ -91,7 +91,7 @@ def _apply_certification_rules(
         for container in [*pod_spec.get("initContainers", []), *containers]:
             if any(item.get("name") == SOURCE_REPO_ENV for item in container.get("env", [])):
                 set_env(container, SOURCE_REPO_ENV, category.source_repo)
-    pod_spec["tolerations"] = pods.tolerations_for(category.target)
+    pod_spec["tolerations"] = pods.with_target_tolerations(pod_spec.get("tolerations") or [], category.target)
     pods.fail_fast(replicated_job)
     if category.gang:
         pod_spec["schedulerName"] = category.gang.scheduler_name

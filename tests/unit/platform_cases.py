@@ -11,15 +11,22 @@ from nvcre_argo.plan.planner import plan_category
 from nvcre_argo.plan.platform import category_arms
 from nvcre_argo.render.planned import PlannedObjects, render_planned_objects
 from nvcre_argo.resolve.category import ResolvedCategory
-from tests.unit.test_plan import resolve
+from tests.unit.test_plan import GPU_PRESENT, resolve
 
 H100 = "NVIDIA-H100-80GB-HBM3"
 A100 = "NVIDIA-A100-SXM4-80GB"
 GB200 = "NVIDIA-GB200"
 GB300 = "NVIDIA-GB300"
+L40 = "NVIDIA-L40"
+RTX_PRO_6000 = "NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition"
 ALL_REDUCE = {"domain": "communication", "variant": "nccl-all-reduce"}
 NEMOTRON = {"domain": "training", "variant": "nemotron5-8b"}
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+ARM64_TAINT = {"key": "kubernetes.io/arch", "value": "arm64", "effect": "NoSchedule"}
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+# A target that selects its nodes by their GPU taint: the pods then tolerate exactly the selected taints plus
+# the platform's own (the default target tolerates everything, which hides what a platform needs).
+GPU_TAINT_TARGET = {"nodeSelector": GPU_PRESENT, "taintSelectors": [GPU_TAINT]}
 
 
 @dataclass(frozen=True)
@@ -31,6 +38,8 @@ class PlatformCase:
     entry: dict[str, str]
     allocatable: dict[str, str]
     expected_platform: str
+    taints: tuple[dict[str, str], ...] = ()
+    target: dict[str, Any] | None = None
 
 
 def _case(
@@ -42,8 +51,12 @@ def _case(
     labels: dict[str, str] | None = None,
     entry: dict[str, str] | None = None,
     allocatable: dict[str, str] | None = None,
+    taints: tuple[dict[str, str], ...] = (),
+    target: dict[str, Any] | None = None,
 ) -> PlatformCase:
-    return PlatformCase(provider_id, product, gpus, labels or {}, entry or ALL_REDUCE, allocatable or {}, expected)
+    return PlatformCase(
+        provider_id, product, gpus, labels or {}, entry or ALL_REDUCE, allocatable or {}, expected, taints, target
+    )
 
 
 CASES: dict[str, PlatformCase] = {
@@ -81,6 +94,42 @@ CASES: dict[str, PlatformCase] = {
     ),
     "onprem-bcm-gb200-rdma-ib": _case("", GB200, "onprem", gpus="4", allocatable={"rdma/ib": "8"}),
     "onprem-metal3-h100-is-mistral": _case("metal3://capi/bmh/gpu-{index}", H100, "mistral"),
+    "gcp-a4x-gb300-training": _case(
+        "gce://proj/us-central1-b/gke-a4x-{index}",
+        GB300,
+        "gcp",
+        gpus="4",
+        labels={INSTANCE_TYPE: "a4x-highgpu-4g"},
+        entry=NEMOTRON,
+        taints=(ARM64_TAINT, GPU_TAINT),
+        target=GPU_TAINT_TARGET,
+    ),
+    "gcp-g4-rtxpro6000-nccl": _case(
+        "gce://proj/us-central1-b/gke-g4-{index}", RTX_PRO_6000, "gcp", labels={INSTANCE_TYPE: "g4-standard-384"}
+    ),
+    "togetherai-kubevirt-h100-nccl": _case(
+        "kubevirt://vm-gpu-{index}",
+        H100,
+        "togetherai",
+        labels={"node-role.together.ai/worker": ""},
+        allocatable={"nvidia.com/mlnxnics": "8"},
+    ),
+    "togetherai-kubevirt-h100-training": _case(
+        "kubevirt://vm-gpu-{index}", H100, "togetherai", labels={"node-role.together.ai/worker": ""}, entry=NEMOTRON
+    ),
+    "mistral-metal3-gb300-nccl": _case(
+        "metal3://capi/bmh/gb-{index}",
+        GB300,
+        "mistral",
+        gpus="4",
+        allocatable={"rdma/ib": "1"},
+        taints=(ARM64_TAINT, GPU_TAINT),
+        target=GPU_TAINT_TARGET,
+    ),
+    "forge-l40-nccl": _case(
+        "", L40, "forge", labels={"nke.nvidia.com/site-name": "sjc4"}, allocatable={"nvidia.com/mlnxnics": "4"}
+    ),
+    "forge-gb200-nccl": _case("", GB200, "forge", gpus="4", labels={"nke.nvidia.com/site-name": "sjc4"}),
 }
 
 
@@ -93,7 +142,9 @@ def case_nodes(case: PlatformCase, count: int = 2) -> list[dict[str, Any]]:
             "kubernetes.io/hostname": f"gpu-{index}",
             **case.labels,
         }
-        spec = {"providerID": case.provider_id.format(index=index)} if case.provider_id else {}
+        spec: dict[str, Any] = {"providerID": case.provider_id.format(index=index)} if case.provider_id else {}
+        if case.taints:
+            spec["taints"] = [dict(taint) for taint in case.taints]
         allocatable = {"cpu": "190", "nvidia.com/gpu": case.gpus, **case.allocatable}
         nodes.append(
             {
@@ -111,7 +162,7 @@ def planned_objects(
     case: PlatformCase, *, namespace: str | None = "nvcre"
 ) -> tuple[ResolvedCategory, Any, PlannedObjects]:
     """Plan the case's nodes and render its run-time objects exactly as the plan step does."""
-    category = resolve(case.entry)
+    category = resolve(case.entry, target=case.target)
     nodes = case_nodes(case)
     plan = plan_category(nodes, category, arms=category_arms(category))
     objects = render_planned_objects(

@@ -309,6 +309,13 @@ ARM_CASES = {
     "onprem-gb200": ("onprem", "gb200", None, ALL_REDUCE, ["gb-compute-domain", "onprem-gb-ib"]),
     "onprem-h100": ("onprem", "h100", None, ALL_REDUCE, []),
     "mistral-h100-generic-only": ("mistral", "h100", None, ALL_REDUCE, []),
+    "mistral-gb300": ("mistral", "gb300", None, NEMOTRON, ["gb-compute-domain", "mistral-gb300-ib"]),
+    "togetherai-any-gpu": ("togetherai", "a100", None, ALL_REDUCE, ["togetherai-ib"]),
+    "forge-l40": ("forge", "l40", None, ALL_REDUCE, ["forge-l40-ib"]),
+    "forge-l40-training-has-no-arm": ("forge", "l40", None, NEMOTRON, []),
+    "forge-gb300": ("forge", "gb300", None, ALL_REDUCE, ["gb-compute-domain", "forge-gb-mpi-tcp"]),
+    "gcp-a4x-gb300-training": ("gcp", "gb300", "a4x-highgpu-4g", NEMOTRON, ["gb-compute-domain", "gcp-a4x-rdma"]),
+    "gcp-g4-eight-gpus": ("gcp", "rtxpro6000", "g4-standard-384", ALL_REDUCE, ["gcp-g4-tcp", "gcp-g4-p2p-8-gpus"]),
     "no-platform-gb200-offline": (None, "gb200", None, ALL_REDUCE, ["gb-compute-domain"]),
 }
 
@@ -334,6 +341,23 @@ def test_the_compute_domain_arm_needs_mnnvl_on() -> None:
     applied = select_arms(category, load_builtin_arms(), platform="onprem", architecture="gb200")
 
     assert [arm.name for arm in applied] == ["onprem-gb-ib"]
+
+
+@pytest.mark.parametrize(
+    ("gpus", "expected"),
+    [
+        pytest.param(8, ["gcp-g4-tcp", "gcp-g4-p2p-8-gpus"], id="eight-system-wide"),
+        pytest.param(4, ["gcp-g4-tcp", "gcp-g4-p2p-2-4-gpus"], id="four-host-bridge"),
+        pytest.param(2, ["gcp-g4-tcp", "gcp-g4-p2p-2-4-gpus"], id="two-host-bridge"),
+        pytest.param(1, ["gcp-g4-tcp"], id="one-no-p2p-level"),
+    ],
+)
+def test_the_g4_peer_to_peer_arm_follows_the_gpus_per_node_the_pods_request(gpus: int, expected: list[str]) -> None:
+    category = resolve({**ALL_REDUCE, "options": {"gpusPerNode": gpus}})
+
+    applied = select_arms(category, load_builtin_arms(), platform="gcp", architecture="rtxpro6000")
+
+    assert [arm.name for arm in applied] == expected
 
 
 def test_every_matcher_condition_must_hold() -> None:

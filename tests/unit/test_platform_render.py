@@ -9,6 +9,7 @@ claim). The same objects go to a real API server in tests/integration/test_platf
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -172,7 +173,7 @@ def test_gcp_a3_mega_runs_the_tcpxo_daemon_beside_the_worker_on_eight_gpu_nics()
     assert daemon["restartPolicy"] == "Always"
     assert "tcpgpudmarxd" in daemon["image"]
     assert annotations["networking.gke.io/default-interface"] == "eth0"
-    assert [item["network"] for item in __import__("json").loads(annotations["networking.gke.io/interfaces"])] == [
+    assert [item["network"] for item in json.loads(annotations["networking.gke.io/interfaces"])] == [
         "default",
         *[f"gpu-nic{index}" for index in range(8)],
     ]
@@ -234,6 +235,122 @@ def test_metal3_nodes_are_detected_as_mistral_and_get_no_shipped_arm() -> None:
     assert plan.platform is not None
     assert (plan.platform.name, plan.platform.arms) == ("mistral", ())
     assert "NCCL_IB_HCA" not in env_of(worker(objects.runtime)[1])
+
+
+def node_job(runtime: dict[str, Any]) -> dict[str, Any]:
+    return next(job for job in pods.replicated_jobs(runtime["spec"]) if job["name"] == "node")
+
+
+def test_gcp_a3_mega_sets_the_catalog_fastrak_environment_with_googles_protocol_and_nvls_tree_chunk() -> None:
+    _, _, objects = planned_objects(CASES["gcp-a3-mega-h100-nccl"])
+    env = env_of(worker(objects.runtime)[1])
+
+    assert env["NCCL_PROTO"] == "Simple,LL128"
+    assert env["NCCL_NVLSTREE_MAX_CHUNKSIZE"] == "131072"
+    assert env["NCCL_NET_GDR_LEVEL"] == "PIX"
+    assert env["NCCL_FASTRAK_NUM_FLOWS"] == "2"
+    assert env["NCCL_FASTRAK_USE_LLCM"] == "1"
+    assert "NCCL_ALGO" not in env
+    assert "NCCL_NVLS_ENABLE" not in env
+
+
+def test_gcp_a4x_annotates_the_job_template_and_the_pod_and_tolerates_arm64_gpu_nodes() -> None:
+    _, _, objects = planned_objects(CASES["gcp-a4x-gb300-training"])
+    job = node_job(objects.runtime)
+    spec, container = worker(objects.runtime)
+
+    job_annotations = pods.job_template(job)["metadata"]["annotations"]
+    assert job_annotations == pods.pod_template(job)["metadata"]["annotations"]
+    assert [item["network"] for item in json.loads(job_annotations["networking.gke.io/interfaces"])] == [
+        "default",
+        *[f"rdma-{index}" for index in range(4)],
+    ]
+    assert env_of(container)["NCCL_NET_GDR_LEVEL"] == "5"
+    assert {"key": "kubernetes.io/arch", "operator": "Equal", "value": "arm64", "effect": "NoSchedule"} in spec[
+        "tolerations"
+    ]
+
+
+def test_gcp_g4_runs_nccl_over_tcp_with_system_wide_p2p_on_eight_gpus() -> None:
+    _, plan, objects = planned_objects(CASES["gcp-g4-rtxpro6000-nccl"])
+    container = worker(objects.runtime)[1]
+
+    assert plan.platform is not None
+    assert plan.platform.arms == ("gcp-g4-tcp", "gcp-g4-p2p-8-gpus")
+    assert env_of(container)["NCCL_IB_DISABLE"] == "1"
+    assert env_of(container)["NCCL_P2P_LEVEL"] == "SYS"
+    assert not [key for key in container["resources"]["limits"] if "networks" in key or "mlnxnics" in key]
+
+
+def test_togetherai_requests_its_nics_and_pins_the_exact_hca_list_in_nccl_tests_and_training() -> None:
+    for key in ("togetherai-kubevirt-h100-nccl", "togetherai-kubevirt-h100-training"):
+        _, _, objects = planned_objects(CASES[key])
+        container = worker(objects.runtime)[1]
+
+        assert container["resources"]["limits"]["nvidia.com/mlnxnics"] == 8, key
+        assert env_of(container)["NCCL_IB_HCA"].startswith("=mlx5_7:1,"), key
+        assert env_of(container)["NCCL_IB_QPS_PER_CONNECTION"] == "2", key
+
+
+def test_mistral_gb300_requests_one_shared_ib_device_and_tolerates_arm64_beside_the_target_taint() -> None:
+    _, plan, objects = planned_objects(CASES["mistral-metal3-gb300-nccl"])
+    spec, container = worker(objects.runtime)
+
+    assert plan.platform is not None
+    assert plan.platform.arms == ("gb-compute-domain", "mistral-gb300-ib")
+    assert container["resources"]["limits"]["rdma/ib"] == 1
+    assert container["resources"]["requests"]["rdma/ib"] == 1
+    assert env_of(container)["NCCL_IB_HCA"] == "mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1"
+    assert spec["tolerations"] == [
+        {"key": "kubernetes.io/arch", "operator": "Equal", "value": "arm64", "effect": "NoSchedule"},
+        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"},
+    ]
+
+
+def test_a_target_that_tolerates_everything_makes_the_platform_tolerations_redundant() -> None:
+    from dataclasses import replace
+
+    _, _, objects = planned_objects(replace(CASES["mistral-metal3-gb300-nccl"], target=None))
+
+    assert worker(objects.runtime)[0]["tolerations"] == [{"operator": "Exists"}]
+
+
+def test_forge_l40_uses_its_four_ib_nics_with_gid_3_and_keeps_mpi_on_tcp() -> None:
+    _, _, objects = planned_objects(CASES["forge-l40-nccl"])
+    container = worker(objects.runtime)[1]
+
+    assert container["resources"]["limits"]["nvidia.com/mlnxnics"] == 4
+    assert env_of(container)["NCCL_IB_GID_INDEX"] == "3"
+    assert env_of(container)["UCX_TLS"] == "tcp"
+
+
+def test_forge_gb200_pins_the_launchers_mpi_bootstrap_to_tcp_on_eth0() -> None:
+    category, plan, objects = planned_objects(CASES["forge-gb200-nccl"])
+    launcher = next(job for job in pods.replicated_jobs(objects.runtime["spec"]) if job["name"] == "launcher")
+    env = env_of(pods.pod_spec(launcher)["containers"][0])
+
+    assert {key: env[key] for key in env if key.startswith("OMPI_MCA_")} == {
+        "OMPI_MCA_coll_ucc_enable": "0",
+        "OMPI_MCA_coll_hcoll_enable": "0",
+        "OMPI_MCA_pml": "ob1",
+        "OMPI_MCA_btl": "tcp,self",
+        "OMPI_MCA_btl_tcp_if_include": "eth0",
+        "OMPI_MCA_oob": "tcp",
+        "OMPI_MCA_oob_tcp_if_include": "eth0",
+    }
+    trainjob = render_trainjob(
+        category,
+        objects.gpu,
+        name="j",
+        namespace="n",
+        certification="c",
+        runtime_name="r",
+        group="g0",
+        nodes=plan.groups[0].nodes,
+    )
+    args = trainjob["spec"]["trainer"]["args"]
+    forwarded = {args[index + 1] for index, item in enumerate(args) if item == "-x"}
+    assert {"UCX_TLS", "UCX_NET_DEVICES"} <= forwarded
 
 
 def test_user_options_and_the_gang_scheduler_apply_after_the_platform_arms() -> None:
