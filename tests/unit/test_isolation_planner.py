@@ -23,7 +23,7 @@ from nvcre_argo.plan.isolation import (
     plan_isolation_round,
 )
 from nvcre_argo.plan.isolation.knowledge import derive_knowledge
-from nvcre_argo.plan.isolation.planner import _avoid_faulty_links, _blocks, _components, _link_groups, _sides
+from nvcre_argo.plan.isolation.links import _avoid_faulty_links, _blocks, _components, _sides, plan_link_groups
 from tests.bench.isolation_sim import FaultOracle, Planner, Scenario, is_exact, run_planner
 
 A = [f"a{i}" for i in range(8)]
@@ -266,8 +266,8 @@ def test_the_link_screen_waits_for_a_late_domain_only_while_other_tests_run() ->
     results = [JobResult(1, g, "failed" if "m00n0" in g.nodes else "passed") for g in screening.groups]
     k = derive_knowledge(candidates, results, min_group_size=2)
     spare = {f"m{d:02d}": [n for n in k.cleared if n.startswith(f"m{d:02d}")] for d in range(40)}
-    assert _link_groups(k, spare, set(), 0, can_wait=True) == []  # m00 has no cleared node yet
-    (alone,) = _link_groups(k, spare, set(), 0, can_wait=False)
+    assert plan_link_groups(k, spare, set(), 0, can_wait=True) == []  # m00 has no cleared node yet
+    (alone,) = plan_link_groups(k, spare, set(), 0, can_wait=False)
     assert len(alone.nodes) == 39
 
 
@@ -279,7 +279,7 @@ def test_a_domain_whose_cleared_nodes_are_busy_does_not_hold_the_link_screen_bac
     results.append(JobResult(2, Group(("m00n0", "m01n0"), mnnvl=True, stage="inter-screening"), "failed"))
     k = derive_knowledge(candidates, results, min_group_size=2)
     spare = {f"m{d:02d}": sorted(n for n in k.cleared if n.startswith(f"m{d:02d}")) for d in range(40)}
-    (screen,) = _link_groups(k, spare, set(spare["m05"]), 0, can_wait=True)  # m05 lends its nodes elsewhere
+    (screen,) = plan_link_groups(k, spare, set(spare["m05"]), 0, can_wait=True)  # m05 lends its nodes elsewhere
     assert len(screen.nodes) == 39
 
 

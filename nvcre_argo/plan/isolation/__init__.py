@@ -8,6 +8,8 @@ Pure functions of (candidate nodes with their topology domain, every job result 
     domains     candidates from topology labels, or ceil(sqrt(N)) chunks without them
     knowledge   what the results prove: cleared nodes, verified domain links, faulty nodes and links
     planner     plan_isolation_round: our strategy (screening, link search and splitting share rounds)
+    links       the link search: tests of open domain pairs with cleared nodes (re-screens, then blocks)
+    verdict     what the results prove once no test is left: faulty, healthy, link faults, untested
     baseline    plan_baseline_round: the reference's published stage-by-stage strategy, for comparison
 """
 

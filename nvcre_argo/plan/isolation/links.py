@@ -1,0 +1,311 @@
+"""Link search: the tests of an isolation round that find faulty links between domains, run on cleared nodes
+so that a failure can only be the link's.
+
+Why this shape: while a failure may still be a node's, one re-screen of the involved domains with cleared
+nodes settles every pair at the cost of one node per domain; once a group of cleared nodes failed, the domains
+are cut into k blocks and every pair of blocks is tested at once (each domain lends k-1 cleared nodes), so the
+open pairs shrink by about k^2 per round instead of halving, and the last few pairs are tested one by one.
+When the open pairs lie between two sides (as after a block round: only the failed union of two blocks stays
+open), each side is cut into blocks instead, so no open pair lies inside a block and a faulty link fails one
+test rather than every test with its block. Across many domains (`RESCREEN_DOMAINS`) the block search waits
+for two failures of cleared nodes spanning every open pair, so a lone failed re-screen is repeated first:
+there it meets a transient node more often than a link fault, and a re-screen costs one node per domain where
+a block round costs k-1 (from `LARGE_RESCREEN_DOMAINS` on, three failures). From `BATCH_DOMAINS` on, the link
+tests also wait while a domain has no cleared node to lend yet and other tests run anyway, so the late domains
+join one batch instead of each costing another screen of every domain.
+
+Known faulty links are kept out of every test. A test of a single pair also runs a second time at once on
+nodes left over, while the pair still needs both failures that make a link fault, so the round that reaches a
+faulty link usually proves it too.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+
+from nvcre_argo.plan.isolation.knowledge import LINK_ISOLATIONS, Knowledge, Pair, domain_pairs
+from nvcre_argo.plan.isolation.model import Group, JobResult
+
+MAX_LINK_BLOCKS = 6
+"""Blocks per link-search round: k blocks cost k-1 nodes per domain and (k-1) x domains node-jobs."""
+BIPARTITE_BLOCKS = 3
+"""Blocks per side when the open pairs lie between two sides: 3 x 3 tests leave a ninth of them open for three
+nodes per domain."""
+BATCH_DOMAINS = 16
+"""From this many domains on, link tests wait for late domains (`_late_domains`) while other tests run anyway."""
+RESCREEN_DOMAINS = 32
+"""From this many domains on, a failed re-screen of cleared nodes is repeated before the block search."""
+RESCREEN_FAILURES = 2
+"""Failures of a re-screen of all open pairs (cleared nodes only) that start the block search."""
+LARGE_RESCREEN_DOMAINS = 128
+"""From this many domains on, a re-screen is so large that two transients in a row are common: one failure more
+starts the block search (whose rounds cost several re-screens each)."""
+
+
+def count_block_rounds(results: Sequence[JobResult]) -> int | None:
+    """How many rounds searched links block by block (several inter-screening groups): the block layout
+    rotates with it, independently of how many other rounds came in between. None when the last such round
+    failed in every group: several faulty links defeat the blocks, and pairs are then tested one by one."""
+    per_round: defaultdict[int, list[bool]] = defaultdict(list)
+    for r in results:
+        if r.group.stage == "inter-screening":
+            per_round[r.round].append(r.failed)
+    block_rounds = sorted(n for n, outcomes in per_round.items() if len(outcomes) > 1)
+    if block_rounds and all(per_round[block_rounds[-1]]):
+        return None
+    return len(block_rounds)
+
+
+def _open_pairs(k: Knowledge) -> set[Pair]:
+    """Domain pairs that no passed group has verified and no fault explains: those some failed group spans, and
+    those no group has spanned yet (round 1 screened whole domains)."""
+    return {p for p in domain_pairs(k.domain_of.values()) if p not in k.verified and p not in k.faulty_links}
+
+
+def plan_link_groups(
+    k: Knowledge, spare: dict[str, list[str]], used: set[str], link_rounds: int | None, *, can_wait: bool
+) -> list[Group]:
+    """Tests of the open domain pairs with cleared nodes.
+
+    While no failed group is down to cleared nodes (its failure may be a node's), one re-screen of every
+    domain involved settles all pairs at the cost of one node per domain. Once one is (a link fault is the
+    only explanation left), the domains are cut into k blocks and every pair of blocks is tested in the same
+    round, or each pair on its own once the open pairs are few or the last block round failed everywhere
+    (several faulty links). Known faulty pairs are kept out of every test: they would fail it regardless.
+    The tests wait while a domain is late (`_late_domains`) and other tests run this round anyway (`can_wait`).
+    """
+    pairs = _open_pairs(k)
+    available = {d: [n for n in nodes if n not in used] for d, nodes in spare.items()}
+    if can_wait and _late_domains(k, pairs):
+        return []
+    pairs = {p for p in pairs if available[p[0]] and available[p[1]]}
+    if not pairs:
+        return []
+    domains = sorted({d for p in pairs for d in p})
+    link_evident = any(not job.unknown and set(job.unverified) & pairs for job in k.failed)
+    wide = [d for d in domains if len(available[d]) >= 2]
+    blocks_count = min(MAX_LINK_BLOCKS, 1 + min((len(available[d]) for d in wide), default=0), len(wide))
+    if not link_evident or _unconfirmed(k, pairs, domains):
+        tests = [domains]
+    elif link_rounds is None or len(pairs) <= len(domains) or blocks_count < 3:
+        tests = _pair_tests(pairs, available)
+    else:
+        wide_pairs = {(a, b) for a, b in pairs if a in wide and b in wide}
+        blocks = _blocks(wide, wide_pairs, blocks_count, link_rounds)
+        tests = (
+            _pair_tests(pairs, available)
+            if not blocks
+            else [
+                sorted(blocks[i] + blocks[j])
+                for i in range(len(blocks))
+                for j in range(i + 1, len(blocks))
+                if any(a in blocks[i] + blocks[j] and b in blocks[i] + blocks[j] for a, b in wide_pairs)
+            ]
+        )
+    tests = _with_repeats(tests, _direct_failures(k))
+    lent: defaultdict[str, int] = defaultdict(int)
+    groups: list[Group] = []
+    for members in (t for test in tests for t in _avoid_faulty_links(test, set(k.faulty_links))):
+        if any(lent[d] >= len(available[d]) for d in members):
+            continue
+        nodes = []
+        for domain in members:
+            nodes.append(available[domain][lent[domain]])
+            lent[domain] += 1
+        groups.append(Group(nodes=tuple(sorted(nodes)), mnnvl=True, stage="inter-screening"))
+    return groups
+
+
+def _late_domains(k: Knowledge, pairs: set[Pair]) -> bool:
+    """Whether a domain of an open pair has no cleared node yet but may have one later (it has a node not known
+    faulty).
+
+    A test of the pairs with such a domain needs a node of every domain it pairs with: testing the others now
+    and the late domain next round screens nearly every domain twice, so the link tests wait for one batch. A
+    domain whose cleared nodes are only busy this round (confirmation partners) does not hold the batch back:
+    that would cost a round for nothing more than the one node it lends."""
+    hopeful = {domain for node, domain in k.domain_of.items() if node not in k.faulty}
+    cleared = {k.domain_of[node] for node in k.cleared}
+    return any(d not in cleared and d in hopeful for d in {d for p in pairs for d in p})
+
+
+def _direct_failures(k: Knowledge) -> Counter[Pair]:
+    """Failed tests of exactly one domain pair with cleared nodes: `LINK_ISOLATIONS` of them make a fault."""
+    counts: Counter[Pair] = Counter()
+    for job in k.failed:
+        domains = sorted({k.domain_of[n] for n in job.result.group.nodes})
+        if not job.unknown and len(domains) == 2:
+            counts[(domains[0], domains[1])] += 1
+    return counts
+
+
+def _with_repeats(tests: list[list[str]], direct: Counter[Pair]) -> list[list[str]]:
+    """A test of exactly two domains runs as often at once as the pair still needs failures to be a fault,
+    on different nodes: a faulty link is then proven in the round that reaches it, while a transient fails
+    only one of the copies and the pass verifies the pair. The copies come last, so they only take nodes
+    that no first test of this round needs."""
+    copies = [test for test in tests if len(test) == 2 for _ in range(LINK_ISOLATIONS - 1 - direct[(test[0], test[1])])]
+    return tests + copies
+
+
+def _unconfirmed(k: Knowledge, pairs: set[Pair], domains: list[str]) -> bool:
+    """Whether a failure of many domains' cleared nodes is tested once more, whole, before the block search.
+
+    Across many domains a group of cleared nodes meets a node's one transient failure more often than a link
+    fault; the block search costs k-1 nodes per domain, a re-screen one. Two failures of groups of cleared
+    nodes spanning every open pair make the link search worth its cost (the representatives' group counts
+    once its members are cleared, so a re-screen is only repeated when a faulty node explained that one).
+    """
+    if len(domains) < RESCREEN_DOMAINS:
+        return False
+    needed = RESCREEN_FAILURES + (len(domains) >= LARGE_RESCREEN_DOMAINS)
+    return sum(1 for job in k.failed if not job.unknown and pairs <= set(job.unverified)) < needed
+
+
+def _pair_tests(pairs: set[Pair], available: dict[str, list[str]]) -> list[list[str]]:
+    """Each open pair on its own, or, around a domain with more open pairs than cleared nodes to lend, its
+    partners shared out over the nodes it has (one test per node): a star of open pairs must not take one
+    round per pair. Tests that do not fit the lenders this round wait for the next."""
+    remaining = set(pairs)
+    degree = Counter(d for p in pairs for d in p)
+    tests: list[list[str]] = []
+    for center in sorted(degree, key=lambda d: (-degree[d], d)):
+        partners = sorted(b if a == center else a for a, b in remaining if center in (a, b))
+        if not partners:
+            continue
+        slots = max(1, len(available[center]))
+        chunks = [[p] for p in partners] if len(partners) <= slots else [partners[i::slots] for i in range(slots)]
+        tests.extend(sorted([center, *chunk]) for chunk in chunks)
+        remaining -= {(min(center, p), max(center, p)) for p in partners}
+    return tests
+
+
+def _avoid_faulty_links(members: list[str], faulty: set[Pair]) -> list[list[str]]:
+    """The same pairs as one test over `members`, less the known faulty ones: a vertex cover of the faulty
+    pairs is left out of the main test, and each cover domain is tested with the rest less its faulty partners
+    (a test holding a faulty pair would fail whatever else it holds)."""
+    inside = {(a, b) for a, b in faulty if a in members and b in members}
+    if not inside:
+        return [members]
+    cover: list[str] = []
+    left = set(inside)
+    while left:
+        degree: Counter[str] = Counter(d for p in left for d in p)
+        pick = min(degree, key=lambda d: (-degree[d], d))
+        cover.append(pick)
+        left = {p for p in left if pick not in p}
+    base = [d for d in members if d not in cover]
+
+    def partners(domain: str) -> set[str]:
+        return {b if a == domain else a for a, b in inside if domain in (a, b)}
+
+    tests = [base] + [sorted([c, *(d for d in base if d not in partners(c))]) for c in cover]
+    tests += [[a, b] for i, a in enumerate(cover) for b in cover[i + 1 :] if tuple(sorted((a, b))) not in faulty]
+    tests = [t for t in tests if len(t) >= 2]
+    return [t for t in tests if not any(set(t) < set(other) for other in tests)]
+
+
+def _blocks(domains: list[str], pairs: set[Pair], count: int, rotation: int) -> list[list[str]]:
+    """The blocks of a link-search round, per connected group of open pairs: each side cut apart where the open
+    pairs lie between two sides (`_bipartite_blocks`), the rest together by a rotating digit (`_digit_blocks`).
+    Tests pair blocks with an open pair between them, so blocks of different groups are never tested together."""
+    blocks: list[list[str]] = []
+    rest: list[str] = []
+    for component in _components(domains, pairs):
+        sides = _sides(component, pairs)
+        if sides is None:
+            rest.extend(component)
+        else:
+            blocks.extend(_bipartite_blocks(sides, min(BIPARTITE_BLOCKS, count - 1)))
+    if rest:
+        blocks.extend(_digit_blocks(sorted(rest), {p for p in pairs if p[0] in rest}, count, rotation))
+    return blocks
+
+
+def _components(domains: list[str], pairs: set[Pair]) -> list[list[str]]:
+    """The domains joined by open pairs, group by group (each sorted); domains without an open pair are left out.
+    Several faulty links far apart each leave their own group: cut together, their blocks would line up the same
+    way round after round."""
+    neighbours: defaultdict[str, set[str]] = defaultdict(set)
+    for a, b in pairs:
+        neighbours[a].add(b)
+        neighbours[b].add(a)
+    seen: set[str] = set()
+    components: list[list[str]] = []
+    for start in domains:
+        if start in seen or start not in neighbours:
+            continue
+        seen.add(start)
+        stack, members = [start], [start]
+        while stack:
+            for there in neighbours[stack.pop()] - seen:
+                seen.add(there)
+                stack.append(there)
+                members.append(there)
+        components.append(sorted(members))
+    return components
+
+
+def _sides(domains: list[str], pairs: set[Pair]) -> tuple[list[str], list[str]] | None:
+    """The two sides of the open pairs among `domains` when no open pair lies within a side (a two-colouring),
+    else None.
+
+    This is the usual shape after a block round: the one failed union of two blocks leaves open only the pairs
+    between them, since the other tests with either block passed."""
+    members = set(domains)
+    neighbours: defaultdict[str, set[str]] = defaultdict(set)
+    for a, b in pairs:
+        if a in members and b in members:
+            neighbours[a].add(b)
+            neighbours[b].add(a)
+    colour: dict[str, int] = {}
+    for start in domains:
+        if start in colour or start not in neighbours:
+            continue
+        colour[start] = 0
+        queue = [start]
+        while queue:
+            here = queue.pop()
+            for there in sorted(neighbours[here]):
+                if there not in colour:
+                    colour[there] = 1 - colour[here]
+                    queue.append(there)
+                elif colour[there] == colour[here]:
+                    return None
+    sides = ([d for d in domains if colour.get(d) == 0], [d for d in domains if colour.get(d) == 1])
+    return sides if sides[0] and sides[1] else None
+
+
+def _bipartite_blocks(sides: tuple[list[str], list[str]], per_side: int) -> list[list[str]]:
+    """Each side cut into `per_side` consecutive blocks. No open pair lies inside a block, so each lies in
+    exactly one test (a block of each side): a faulty link fails one test and leaves open a 1/per_side^2 share,
+    for per_side tests per domain; blocks mixing both sides would hold it inside a block, failing every test
+    with that block."""
+    blocks: list[list[str]] = []
+    for side in sides:
+        parts = min(per_side, len(side))
+        blocks.extend(side[i * len(side) // parts : (i + 1) * len(side) // parts] for i in range(parts))
+    return blocks
+
+
+def _digit_blocks(domains: list[str], pairs: set[Pair], count: int, rotation: int) -> list[list[str]]:
+    """Cut the domains into `count` blocks by one base-`count` digit of their index, the digit rotating with
+    each block round among those that separate some open pair. Any two domains differ in some digit, so a faulty
+    pair inside one block is split within a few rounds; a fixed layout would test it inside one block forever."""
+    index = {d: i for i, d in enumerate(domains)}
+    digits = 1
+    while count**digits < len(domains):
+        digits += 1
+
+    def block(domain: str, digit: int) -> int:
+        return (index[domain] // int(count**digit)) % count
+
+    def layout(digit: int) -> list[list[str]]:
+        blocks: list[list[str]] = [[] for _ in range(count)]
+        for domain in domains:
+            blocks[block(domain, digit)].append(domain)
+        return [b for b in blocks if b]
+
+    useful = [p for p in range(digits) if any(block(a, p) != block(b, p) for a, b in pairs) and len(layout(p)) >= 3]
+    return layout(useful[rotation % len(useful)]) if useful else []
