@@ -1,7 +1,8 @@
 """The sim kubelet keeps the kubelet's promises that Argo and the steps rely on.
 
 Pods are created directly (no Workflow), with the step image, so each check isolates one promise:
-activeDeadlineSeconds ends a pod as DeadlineExceeded, a deletion is finished only after the containers
+activeDeadlineSeconds ends a pod as DeadlineExceeded, a pod waits for a volume's ConfigMap that does not
+exist yet (as the kubelet does, rather than failing it), a deletion is finished only after the containers
 stopped (and within the grace period), a container's exit code and termination message reach the pod
 status, and a pod's log is readable through the API (pods/log).
 """
@@ -73,7 +74,26 @@ def test_active_deadline_seconds_ends_a_running_pod(sim: SimCluster, api: k8s.Ap
     core.create_namespaced_pod(namespace, make_pod(namespace, "slow", "sleep 600", activeDeadlineSeconds=2))
 
     status = wait_phase(core, namespace, "slow", ("Failed",))
-    assert status.reason == "DeadlineExceeded"
+    assert status.reason == "DeadlineExceeded", status.message
+
+
+def test_a_pod_whose_config_map_appears_later_waits_for_it_and_then_runs(
+    sim: SimCluster, api: k8s.ApiClient, namespace: str
+) -> None:
+    del sim
+    core = k8s.CoreV1Api(api)
+    volume = {"name": "settings", "configMap": {"name": "late"}}
+    mount = {"name": "settings", "mountPath": "/settings"}
+    pod = make_pod(namespace, "patient", "cat /settings/greeting", volumes=[volume])
+    pod["spec"]["containers"][0]["volumeMounts"] = [mount]
+    core.create_namespaced_pod(namespace, pod)
+    time.sleep(2)
+    assert pod_status(core, namespace, "patient").phase == "Pending"
+
+    core.create_namespaced_config_map(namespace, {"metadata": {"name": "late"}, "data": {"greeting": "hello"}})
+    status = wait_phase(core, namespace, "patient", ("Succeeded", "Failed"))
+    assert status.phase == "Succeeded", status.container_statuses
+    assert core.read_namespaced_pod_log("patient", namespace) == "hello"
 
 
 def test_a_deleted_pod_is_removed_only_after_its_container_stopped_within_the_grace_period(

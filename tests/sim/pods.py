@@ -47,6 +47,7 @@ EXIT_SIGTERM, EXIT_SIGKILL = 143, 137
 EXIT_CONFIG_ERROR = 128
 POLL_SECONDS = 0.2
 RESTART_BACKOFF_S, RESTART_BACKOFF_MAX_S = 10.0, 300.0
+MOUNT_RETRY_SECONDS = 0.5
 
 
 def now_rfc3339() -> str:
@@ -249,7 +250,9 @@ class PodRunner(threading.Thread):
 
     def _run_processes(self) -> None:
         try:
-            self._prepare_volumes()
+            if not self._mount_volumes():
+                self.finish()
+                return
             self._start_pod_network()
         except (podspec.ContainerConfigError, ApiException, OSError) as error:
             self.fail_pod("CreateContainerConfigError", str(error))
@@ -297,9 +300,24 @@ class PodRunner(threading.Thread):
         self._wait(self.containers)
         self.finish()
 
-    def _prepare_volumes(self) -> None:
-        for volume in self.pod["spec"].get("volumes") or []:
-            materialise(self.core, self.pod, volume, self.volume_dir(volume["name"]))
+    def _mount_volumes(self) -> bool:
+        """Materialise the pod's volumes, retrying while an object they name does not exist yet, as the
+        kubelet does (its pod stays Pending with ``FailedMount`` events). A fresh namespace's
+        ``kube-root-ca.crt``, which every service-account volume projects, is published by the controller
+        manager moments after the namespace; failing the pod for that would be a sim-only failure.
+
+        False when the pod was deleted or ran out of ``activeDeadlineSeconds`` while waiting."""
+        while True:
+            try:
+                for volume in self.pod["spec"].get("volumes") or []:
+                    materialise(self.core, self.pod, volume, self.volume_dir(volume["name"]))
+                return True
+            except ApiException as error:
+                if error.status != 404:
+                    raise
+                log.info("pod %s/%s waits for a volume's object: %s", self.namespace, self.name_, error.reason)
+            if self.stopping.wait(MOUNT_RETRY_SECONDS) or self.deadline_exceeded():
+                return False
 
     def volume_dir(self, name: str) -> Path:
         return self.directory / "volumes" / name
