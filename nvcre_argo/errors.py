@@ -9,8 +9,8 @@ them into these types.
     ├── InvalidDocumentError   one or more FieldErrors in an input document (exit code 1)
     ├── CatalogError           a catalog entry is missing or malformed (exit code 1)
     ├── CompileError           a valid Certification that cannot be compiled (exit code 1)
-    ├── KubeConfigError        no usable kubeconfig (nvcre_argo.kube.client; exit code 1)
-    └── UnreachableError       the API server does not answer (nvcre_argo.kube.client; exit code 1)
+    ├── KubeConfigError        no usable kubeconfig (nvcre_argo.kube.errors; exit code 1)
+    └── UnreachableError       the API server does not answer (nvcre_argo.kube.errors; exit code 1)
 """
 
 from __future__ import annotations

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import click
 
-from nvcre_argo.kube.client import KubeClient, KubeConfigError, UnreachableError, connect
+from nvcre_argo.kube.client import KubeClient
+from nvcre_argo.kube.connect import connect
+from nvcre_argo.kube.errors import KubeConfigError, UnreachableError
 
 kubeconfig_option = click.option(
     "--kubeconfig",

@@ -21,7 +21,8 @@ from nvcre_argo.cli.cluster import kubeconfig_option, open_cluster
 from nvcre_argo.cli.inputs import check_namespace, require_non_empty
 from nvcre_argo.cli.watch import check_bind_address
 from nvcre_argo.cli.workflow_options import installed_placement_options, step_placement
-from nvcre_argo.kube.client import ApiError, KubeClient
+from nvcre_argo.kube.client import KubeClient
+from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.kube.resources import BY_KIND, Resource
 from nvcre_argo.render.catalog_templates import build_catalog_templates
 from nvcre_argo.render.install import InstallSettings, build_install_manifests

@@ -28,7 +28,7 @@ from nvcre_argo.cli.inputs import describe, load_all, read_source, report_invali
 from nvcre_argo.cli.resolve import gpu_arch_option, open_arms
 from nvcre_argo.compiler import CompileOptions, certification_warnings, resolve_for_run
 from nvcre_argo.errors import CompileError, InvalidDocumentError
-from nvcre_argo.kube.client import ApiError
+from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.loading import LoadedCertification
 from nvcre_argo.plan.nodelist import parse_node_list
 from nvcre_argo.plan.preview import preview_certification, preview_document

@@ -10,7 +10,8 @@ import click
 from nvcre_argo.api.status import CertificationStatus, DiagnoseSummary
 from nvcre_argo.cli.cluster import kubeconfig_option, open_cluster
 from nvcre_argo.cli.inputs import check_namespace
-from nvcre_argo.kube.client import ApiError, KubeClient
+from nvcre_argo.kube.client import KubeClient
+from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.kube.resources import CERTIFICATIONS, CONFIGMAPS
 from nvcre_argo.names import LABEL_RECORD, LABEL_WORKFLOW
 from nvcre_argo.report.model import CategoryResults, build_report, exit_code

@@ -18,7 +18,8 @@ from typing import Any, NoReturn
 import click
 
 from nvcre_argo import contract
-from nvcre_argo.kube.client import KubeClient, connect
+from nvcre_argo.kube.client import KubeClient
+from nvcre_argo.kube.connect import connect
 from nvcre_argo.plan.model import PlanError
 from nvcre_argo.plan.platform import planned_gpu_values
 from nvcre_argo.steps.category_manifest import CategoryManifestError, select_category_workflow

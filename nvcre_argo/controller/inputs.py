@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from nvcre_argo.api.status import CategoryStatus, DiagnoseSummary
-from nvcre_argo.kube.client import ApiError, KubeClient
+from nvcre_argo.kube.client import KubeClient
+from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.kube.resources import CONFIGMAPS
 from nvcre_argo.names import LABEL_ROLE, ROLE_CATEGORY, group_nodes_configmap
 from nvcre_argo.plan.model import PlanError

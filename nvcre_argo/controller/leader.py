@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from nvcre_argo.kube.client import ApiError, Backoff, KubeClient
+from nvcre_argo.kube.client import Backoff, KubeClient
+from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.kube.resources import LEASES
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,8 @@ from typing import Any
 
 from nvcre_argo.controller.observability import Metrics
 from nvcre_argo.controller.reconciler import Reconciler
-from nvcre_argo.kube.client import ApiError, KubeClient
+from nvcre_argo.kube.client import KubeClient
+from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.kube.resources import CERTIFICATIONS, WORKFLOWS, Resource
 from nvcre_argo.names import LABEL_CERTIFICATION
 

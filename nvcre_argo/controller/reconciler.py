@@ -28,7 +28,8 @@ from nvcre_argo.compiler import CompileOptions, certification_warnings, compile_
 from nvcre_argo.controller.inputs import ConfigMapReader, read_counts
 from nvcre_argo.controller.observability import Metrics
 from nvcre_argo.errors import CompileError, InvalidDocumentError
-from nvcre_argo.kube.client import ApiError, KubeClient
+from nvcre_argo.kube.client import KubeClient
+from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.kube.resources import CERTIFICATIONS, WORKFLOWS, owned_by
 from nvcre_argo.loading import LoadedCertification, parse_certification
 from nvcre_argo.names import LABEL_ROLE, ROLE_PARENT, submitted_workflow_name

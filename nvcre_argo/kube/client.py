@@ -10,66 +10,22 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from kubernetes import client as k8s_client
-from kubernetes import config as k8s_config
-from kubernetes.watch.watch import iter_resp_lines
 
-from nvcre_argo.errors import NvcreError
+from nvcre_argo.kube.errors import ApiError, UnreachableError, connection_problem, error_from
 from nvcre_argo.kube.resources import Resource, resource_of
+from nvcre_argo.kube.watch_stream import WatchStream
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-TRANSIENT_STATUSES = frozenset({429, 500, 502, 503, 504})
 MERGE_PATCH = "application/merge-patch+json"
 DEFAULT_PAGE_SIZE = 500
-SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-
-
-class KubeConfigError(NvcreError):
-    """No usable kubeconfig (missing, unreadable or malformed), said in one line without the client's text."""
-
-
-class UnreachableError(NvcreError):
-    """The API server named by the kubeconfig does not answer."""
-
-
-@dataclass
-class ApiError(Exception):
-    """A non-2xx answer from the API server, with the server's own message (never the request body)."""
-
-    status: int
-    reason: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.status} {self.reason}: {self.message}"
-
-    @property
-    def not_found(self) -> bool:
-        return self.status == 404
-
-    @property
-    def conflict(self) -> bool:
-        return self.status == 409 and self.reason != "AlreadyExists"
-
-    @property
-    def already_exists(self) -> bool:
-        return self.status == 409 and self.reason == "AlreadyExists"
-
-    @property
-    def gone(self) -> bool:
-        return self.status == 410
-
-    @property
-    def transient(self) -> bool:
-        return self.status in TRANSIENT_STATUSES or self.status == 0
 
 
 @dataclass(frozen=True)
@@ -164,10 +120,10 @@ class KubeClient:
         except k8s_client.ApiException as error:
             raise ApiError(error.status or 0, error.reason or "", str(error.body or "")) from None
         except OSError as error:  # connection refused, reset, DNS: transient by nature
-            raise ApiError(0, "ConnectionError", _connection_problem(error)) from None
+            raise ApiError(0, "ConnectionError", connection_problem(error)) from None
         except Exception as error:
             if type(error).__module__.startswith("urllib3"):
-                raise ApiError(0, "ConnectionError", _connection_problem(error)) from None
+                raise ApiError(0, "ConnectionError", connection_problem(error)) from None
             raise
         return response
 
@@ -178,7 +134,7 @@ class KubeClient:
             response = self._send(method, path, **kwargs)
             data = response.read()
             if not 200 <= response.status < 300:
-                raise _error_from(response.status, data)
+                raise error_from(response.status, data)
             decoded: dict[str, Any] = json.loads(data) if data else {}
             return decoded
 
@@ -333,7 +289,7 @@ class KubeClient:
             )
             data = response.read() or b""
             if not 200 <= response.status < 300:
-                raise _error_from(response.status, data)
+                raise error_from(response.status, data)
             text: str = data[-limit_bytes:].decode("utf-8", errors="replace")
             return text
 
@@ -390,112 +346,5 @@ class KubeClient:
             timeout=(10, timeout_seconds + 30),
         )
         if not 200 <= response.status < 300:
-            raise _error_from(response.status, response.read())
+            raise error_from(response.status, response.read())
         return WatchStream(response.response)
-
-
-class WatchStream:
-    """One open watch: iterating it yields (type, object) events until the server ends the watch (its
-    `timeoutSeconds`) or `close()` is called. Why `close` shuts the socket down rather than only setting a
-    flag: the reading thread is blocked waiting for the next event, possibly for minutes, and only a shut
-    down socket wakes it, so a stopping step never waits for a watch to time out."""
-
-    def __init__(self, response: Any) -> None:
-        self._response = response
-        self._closed = False
-
-    def __iter__(self) -> Iterator[tuple[str, dict[str, Any]]]:
-        try:
-            for line in iter_resp_lines(self._response):
-                if line:
-                    event = json.loads(line)
-                    yield event["type"], event["object"]
-        except Exception as error:
-            if self._closed:
-                return
-            if isinstance(error, OSError) or type(error).__module__.startswith("urllib3"):
-                raise ApiError(0, "ConnectionError", _connection_problem(error)) from None
-            raise
-        finally:
-            self._response.release_conn()
-
-    def close(self) -> None:
-        """End the watch from any thread; the iteration stops at once, without an error."""
-        self._closed = True
-        shutdown = getattr(self._response, "shutdown", None)  # urllib3 >= 2.3: unblocks a pending read
-        try:
-            if shutdown is not None:
-                shutdown()
-            self._response.close()
-        except Exception as error:  # the connection may already be gone; closing must not raise
-            log.debug("closing a watch: %s", error)
-
-
-def _error_from(status: int, data: bytes | None) -> ApiError:
-    try:
-        body = json.loads(data or b"{}")
-    except ValueError:
-        body = {}
-    return ApiError(status, str(body.get("reason", "")), str(body.get("message", (data or b"")[:300])))
-
-
-def _connection_problem(error: BaseException) -> str:
-    """The root cause of a connection failure (`Connection refused`), not urllib3's nested retry message."""
-    problem = ""
-    seen: set[int] = set()
-    current: BaseException | None = error
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, OSError) and current.strerror:
-            problem = str(current.strerror)
-        elif not problem and current.args and isinstance(current.args[-1], str):
-            problem = current.args[-1].rsplit(": ", 1)[-1]
-        reason = getattr(current, "reason", None)
-        current = reason if isinstance(reason, BaseException) else (current.__cause__ or current.__context__)
-    return problem or type(error).__name__
-
-
-def connect(kubeconfig: str | None = None, *, context: str | None = None) -> KubeClient:
-    """A client from a kubeconfig file, or the in-cluster service account when none is given and one exists.
-
-    Raises KubeConfigError, with one line a person can act on, when there is no usable configuration.
-    """
-    configuration = k8s_client.Configuration()
-    if kubeconfig is None:
-        try:
-            k8s_config.load_incluster_config(client_configuration=configuration)
-            return KubeClient(k8s_client.ApiClient(configuration), namespace=_service_account_namespace())
-        except k8s_config.ConfigException:
-            pass
-    files = [path for path in (kubeconfig or os.environ.get("KUBECONFIG") or "").split(os.pathsep) if path]
-    label = f"kubeconfig {os.pathsep.join(files)}" if files else "kubeconfig ~/.kube/config"
-    if not any(os.path.isfile(os.path.expanduser(path)) for path in files or ["~/.kube/config"]):
-        if files:
-            raise KubeConfigError(f"{label}: no such file")
-        raise KubeConfigError(
-            "no kubeconfig: ~/.kube/config does not exist, KUBECONFIG is not set and this is not a pod; "
-            "pass --kubeconfig FILE"
-        )
-    try:
-        k8s_config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration)
-        _, active = k8s_config.list_kube_config_contexts(config_file=kubeconfig)
-    except Exception as error:  # the loader raises ConfigException, YAML, type and key errors alike
-        raise KubeConfigError(f"{label}: invalid: {_config_problem(error)}") from None
-    namespace = (active.get("context") or {}).get("namespace") if isinstance(active, dict) else None
-    return KubeClient(k8s_client.ApiClient(configuration), namespace=str(namespace or "default"))
-
-
-def _config_problem(error: Exception) -> str:
-    text = " ".join(str(error).split()) or type(error).__name__
-    text = text.removeprefix("Invalid kube-config file. ")
-    for marker in (' in "', " in /"):
-        text = text.split(marker, 1)[0]
-    return text.rstrip(".")
-
-
-def _service_account_namespace() -> str:
-    try:
-        with open(SERVICE_ACCOUNT_NAMESPACE, encoding="utf-8") as handle:
-            return handle.read().strip() or "default"
-    except OSError:
-        return "default"

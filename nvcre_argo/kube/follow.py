@@ -27,8 +27,10 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from nvcre_argo.kube.client import DEFAULT_PAGE_SIZE, ApiError, KubeClient, WatchStream
+from nvcre_argo.kube.client import DEFAULT_PAGE_SIZE, KubeClient
+from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.kube.resources import Resource
+from nvcre_argo.kube.watch_stream import WatchStream
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from nvcre_argo.kube.client import ApiError, KubeClient
+from nvcre_argo.kube.client import KubeClient
+from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.kube.resources import CONFIGMAPS, WORKFLOWS, owned_by
 from nvcre_argo.names import LABEL_CERTIFICATION, LABEL_ROLE, ROLE_CATEGORY, dns_label, failed_nodes_configmap
 from nvcre_argo.results import FAILED_NODES_KEY, ResultsError, decode_failed_nodes

@@ -19,7 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from nvcre_argo.kube.client import ApiError, KubeClient
+from nvcre_argo.kube.client import KubeClient
+from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.kube.resources import PODS, TRAINJOBS
 from nvcre_argo.measure.checkpoints import last_saved_iteration, loaded_iteration
 from nvcre_argo.measure.megatron import MegatronResult, parse_megatron_log

@@ -19,7 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from nvcre_argo.kube.client import ApiError, KubeClient
+from nvcre_argo.kube.client import KubeClient
+from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.measure.nccl import data_check_failure
 from nvcre_argo.steps.context import StepContext
 

@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from nvcre_argo.api.spec import TargetSpec
-from nvcre_argo.kube.client import ApiError, KubeClient
+from nvcre_argo.kube.client import KubeClient
+from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.kube.resources import CONFIGMAPS, NODES, RESOURCE_SLICES
 from nvcre_argo.names import LABEL_RECORD, checkpoint_claim_name, group_nodes_configmap, runtime_name
 from nvcre_argo.plan.model import Plan, PlanError, PlatformChoice

@@ -22,7 +22,8 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 
-from nvcre_argo.kube.client import ApiError, KubeClient
+from nvcre_argo.kube.client import KubeClient
+from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.kube.resources import CONFIGMAPS, TRAINJOBS, owned_by
 from nvcre_argo.names import (
     LABEL_GROUP,

@@ -54,7 +54,9 @@ from nvcre_argo import contract
 from nvcre_argo.catalog.loader import load_catalog
 from nvcre_argo.cel import CelError, evaluate
 from nvcre_argo.compiler import CompileOptions, compile_certifications
-from nvcre_argo.kube.client import ApiError, KubeClient, connect
+from nvcre_argo.kube.client import KubeClient
+from nvcre_argo.kube.connect import connect
+from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.kube.resources import CONFIGMAPS, TRAINING_RUNTIMES, TRAINJOBS, Resource
 from nvcre_argo.loading import LoadedCertification, parse_certification
 from nvcre_argo.names import runtime_name, trainjob_name

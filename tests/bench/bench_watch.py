@@ -33,7 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from nvcre_argo.catalog.loader import load_catalog
-from nvcre_argo.kube.client import ApiError, KubeClient, connect
+from nvcre_argo.kube.client import KubeClient
+from nvcre_argo.kube.connect import connect
+from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.kube.resources import CERTIFICATIONS
 from tests.harness.controlplane import start_cluster
 from tests.harness.crds import crd_files

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from nvcre_argo.kube.client import KubeClient, connect
+from nvcre_argo.kube.client import KubeClient
+from nvcre_argo.kube.connect import connect
 from tests.harness.controlplane import Cluster, ControlPlaneError, start_cluster
 from tests.harness.crds import CrdInstallError, crd_files
 from tests.harness.namespaces import namespace_for_test

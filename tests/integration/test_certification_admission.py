@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from nvcre_argo.errors import InvalidDocumentError
-from nvcre_argo.kube.client import ApiError, KubeClient
+from nvcre_argo.kube.client import KubeClient
+from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.kube.resources import CERTIFICATIONS
 from nvcre_argo.loading import parse_certification
 from tests.harness.controlplane import Cluster

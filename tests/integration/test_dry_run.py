@@ -19,7 +19,8 @@ import pytest
 import yaml
 
 from nvcre_argo.compiler import CompileOptions
-from nvcre_argo.kube.client import ApiError, KubeClient
+from nvcre_argo.kube.client import KubeClient
+from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.loading import parse_certification
 from nvcre_argo.names import runtime_name, trainjob_name
 from nvcre_argo.render.runtime import render_runtime

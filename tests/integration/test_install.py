@@ -22,7 +22,9 @@ from click.testing import CliRunner
 
 from nvcre_argo import contract
 from nvcre_argo.cli.main import cli
-from nvcre_argo.kube.client import ApiError, KubeClient, connect
+from nvcre_argo.kube.client import KubeClient
+from nvcre_argo.kube.connect import connect
+from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.kube.resources import (
     CLUSTER_ROLE_BINDINGS,
     DEPLOYMENTS,

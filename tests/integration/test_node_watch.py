@@ -17,8 +17,11 @@ from typing import Any
 
 import pytest
 
-from nvcre_argo.kube.client import ApiError, Backoff, KubeClient, WatchStream, connect
+from nvcre_argo.kube.client import Backoff, KubeClient
+from nvcre_argo.kube.connect import connect
+from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.kube.resources import NODES, Resource
+from nvcre_argo.kube.watch_stream import WatchStream
 from nvcre_argo.steps.health import compile_health_check
 from nvcre_argo.steps.node_watch import GroupHealth, NodeWatch, Selection
 from tests.harness.controlplane import Cluster

@@ -33,7 +33,8 @@ from typing import Any
 import pytest
 
 from nvcre_argo import contract
-from nvcre_argo.kube.client import Backoff, KubeClient, connect
+from nvcre_argo.kube.client import Backoff, KubeClient
+from nvcre_argo.kube.connect import connect
 from nvcre_argo.kube.resources import CONFIGMAPS, NODES, TRAINING_RUNTIMES, TRAINJOBS
 from nvcre_argo.names import LABEL_WORKFLOW
 from nvcre_argo.plan.model import Exclusion, NodeGroup, Plan, PlanError

@@ -30,7 +30,8 @@ from nvcre_argo.cli.main import cli
 from nvcre_argo.controller.leader import LeaseSettings
 from nvcre_argo.controller.observability import Metrics, serve
 from nvcre_argo.controller.reconciler import Reconciler, SubmitSettings
-from nvcre_argo.kube.client import DEFAULT_PAGE_SIZE, ApiError, KubeClient
+from nvcre_argo.kube.client import DEFAULT_PAGE_SIZE, KubeClient
+from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.kube.resources import CERTIFICATIONS, LEASES, WORKFLOWS, Resource
 from nvcre_argo.loading import load_certifications
 from nvcre_argo.names import failed_nodes_configmap, submitted_workflow_name, succeeded_nodes_configmap

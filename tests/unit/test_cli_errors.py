@@ -28,7 +28,9 @@ from nvcre_argo.cli.compile import compile_command
 from nvcre_argo.cli.main import cli
 from nvcre_argo.compiler import CompileOptions, check_certifications
 from nvcre_argo.errors import DocumentError, format_path
-from nvcre_argo.kube.client import Backoff, KubeConfigError, UnreachableError, connect
+from nvcre_argo.kube.client import Backoff
+from nvcre_argo.kube.connect import connect
+from nvcre_argo.kube.errors import KubeConfigError, UnreachableError
 from nvcre_argo.loading import load_certifications
 from nvcre_argo.yamlio import dump_yaml
 

@@ -17,7 +17,8 @@ import pytest
 
 from nvcre_argo.api.certification import API_VERSION, KIND
 from nvcre_argo.catalog.loader import load_catalog
-from nvcre_argo.kube.client import ApiError, KubeClient
+from nvcre_argo.kube.client import KubeClient
+from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.loading import load_certifications
 from nvcre_argo.resolve.category import resolve_certification
 from nvcre_argo.results import THRESHOLD_VIOLATION, WORKLOAD_FAILED

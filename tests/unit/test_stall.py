@@ -16,7 +16,8 @@ import pytest
 
 from nvcre_argo.api.certification import API_VERSION, KIND
 from nvcre_argo.catalog.loader import load_catalog
-from nvcre_argo.kube.client import ApiError, KubeClient
+from nvcre_argo.kube.client import KubeClient
+from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.loading import load_certifications
 from nvcre_argo.measure.megatron import MegatronResult, parse_megatron_log
 from nvcre_argo.resolve.category import resolve_certification
