@@ -52,11 +52,7 @@ def finish_run(
 ) -> Run:
     """Run `certification` to its end as a user would (`install`, apply, `nvcre-compile | argo submit`), and
     check how the certification Workflow ended."""
-    scenario.install(sim.kubeconfig, namespace, submit=False)
-    if fault_plan is not None:
-        scenario.write_fault_plan(api, namespace, fault_plan)
-    scenario.apply_certification(api, certification)
-    parent = scenario.submit(api, scenario.compile_workflow(sim.kubeconfig, certification))
+    parent = scenario.start_certification(sim.kubeconfig, api, certification, fault_plan=fault_plan)
     phase = scenario.wait_workflow_done(api, namespace, parent, timeout_s=RUN_TIMEOUT_S)
     assert phase == expect_phase, scenario.workflow_tree(api, namespace)
     categories = {

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import yaml
 from kubernetes import client as k8s
 
 from nvcre_argo.names import LABEL_RECORD, LABEL_WORKFLOW
@@ -105,17 +104,9 @@ def test_a_workload_that_fails_after_a_checkpoint_resumes_from_it_and_one_withou
     assert saves_before(EARLY_CRASH_S) == []
     assert saves_before(CRASH_AFTER_S, resume_from=10) != []
     sim.create_shared_storage(volumes=1, capacity="1Ti")
-    scenario.install(sim.kubeconfig, namespace, submit=False)
-    scenario.write_fault_plan(api, namespace, yaml.safe_dump(FAULT_PLAN))
-    document = certification(namespace)
-    scenario.apply_certification(api, document)
-    parent = scenario.submit(api, scenario.compile_workflow(sim.kubeconfig, document))
+    parent = scenario.start_certification(sim.kubeconfig, api, certification(namespace), fault_plan=FAULT_PLAN)
 
-    assert scenario.wait_workflow_done(api, namespace, parent, timeout_s=RUN_TIMEOUT_S) == "Failed", (
-        scenario.workflow_tree(api, namespace)
-    )
-    status = scenario.wait_certification_result(api, namespace, "gpu-cluster-cert", timeout_s=120)["status"]
-    assert status["result"] == "FAILED", json.dumps(status, indent=1)
+    status = scenario.finished_status(api, namespace, parent, phase="Failed", result="FAILED", timeout_s=RUN_TIMEOUT_S)
     (training,) = status["categoryStatuses"]
     nodes = scenario.category_nodes(api, namespace, training)
     assert {name: reason for name, (reason, _) in nodes.failed.items()} == {

@@ -18,7 +18,6 @@ import json
 from collections.abc import Iterator
 
 import pytest
-import yaml
 from kubernetes import client as k8s
 
 from nvcre_argo.plan.isolation import Candidate, plan_isolation_round
@@ -78,8 +77,6 @@ def test_diagnose_names_exactly_the_faulty_nodes_and_the_broken_link_in_the_pred
 ) -> None:
     api, namespace = isolation_api, isolation_namespace
     predicted = expected_run()
-    scenario.install(isolation_sim.kubeconfig, namespace, submit=False)
-    scenario.write_fault_plan(api, namespace, yaml.safe_dump(FAULT_PLAN))
     certification = scenario.example_certification(
         namespace,
         categories=[
@@ -90,12 +87,10 @@ def test_diagnose_names_exactly_the_faulty_nodes_and_the_broken_link_in_the_pred
             }
         ],
     )
-    scenario.apply_certification(api, certification)
-    parent = scenario.submit(api, scenario.compile_workflow(isolation_sim.kubeconfig, certification))
+    parent = scenario.start_certification(isolation_sim.kubeconfig, api, certification, fault_plan=FAULT_PLAN)
 
-    assert scenario.wait_workflow_done(api, namespace, parent, timeout_s=RUN_TIMEOUT_S) == "Failed"
-    found = scenario.wait_certification_result(api, namespace, "gpu-cluster-cert", timeout_s=120)
-    (category,) = found["status"]["categoryStatuses"]
+    status = scenario.finished_status(api, namespace, parent, phase="Failed", result="FAILED", timeout_s=RUN_TIMEOUT_S)
+    (category,) = status["categoryStatuses"]
     tree = scenario.workflow_tree(api, namespace)
     nodes = scenario.category_nodes(api, namespace, category)
     assert {name: reason for name, (reason, _) in nodes.failed.items()} == dict.fromkeys(FAULTY, "WorkloadFailed"), tree

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 
-import yaml
 from kubernetes import client as k8s
 
 from tests.sim import scenario
@@ -56,16 +55,9 @@ def faulty_certification(namespace: str) -> dict[str, object]:
 def test_each_faulty_node_is_reported_with_its_reason_and_no_healthy_groupmate_is_blamed(
     sim: SimCluster, api: k8s.ApiClient, namespace: str
 ) -> None:
-    scenario.install(sim.kubeconfig, namespace, submit=False)
-    scenario.write_fault_plan(api, namespace, yaml.safe_dump(FAULT_PLAN))
-    certification = faulty_certification(namespace)
-    scenario.apply_certification(api, certification)
-    parent = scenario.submit(api, scenario.compile_workflow(sim.kubeconfig, certification))
+    parent = scenario.start_certification(sim.kubeconfig, api, faulty_certification(namespace), fault_plan=FAULT_PLAN)
 
-    assert scenario.wait_workflow_done(api, namespace, parent, timeout_s=RUN_TIMEOUT_S) == "Failed"
-    found = scenario.wait_certification_result(api, namespace, "gpu-cluster-cert", timeout_s=120)
-    status = found["status"]
-    assert status["result"] == "FAILED", json.dumps(status, indent=1)
+    status = scenario.finished_status(api, namespace, parent, phase="Failed", result="FAILED", timeout_s=RUN_TIMEOUT_S)
     nccl, dcgm = status["categoryStatuses"]
     assert (nccl["status"], dcgm["status"]) == ("Failed", "Failed"), json.dumps(status, indent=1)
 
@@ -95,22 +87,17 @@ def test_a_measurement_that_cannot_be_read_is_never_a_pass(sim: SimCluster, api:
     reads the log again until measurementTimeout (short here) passes, then the group fails with
     MeasurementTimeout. Without thresholds nothing is violated, so no node is blamed, but no node is certified
     either, and the reason is in the category's result."""
-    scenario.install(sim.kubeconfig, namespace, submit=False)
-    scenario.write_fault_plan(api, namespace, "defaults: {logsReadable: false}\n")
     certification = scenario.example_certification(
         namespace,
         categories=[
             {"domain": "communication", "variant": "nccl-all-reduce", "options": {"measurementTimeout": "10s"}}
         ],
     )
-    scenario.apply_certification(api, certification)
-    parent = scenario.submit(api, scenario.compile_workflow(sim.kubeconfig, certification))
-
-    assert scenario.wait_workflow_done(api, namespace, parent, timeout_s=RUN_TIMEOUT_S) == "Failed", (
-        scenario.workflow_tree(api, namespace)
+    parent = scenario.start_certification(
+        sim.kubeconfig, api, certification, fault_plan="defaults: {logsReadable: false}\n"
     )
-    status = scenario.wait_certification_result(api, namespace, "gpu-cluster-cert", timeout_s=120)["status"]
-    assert status["result"] == "FAILED", json.dumps(status, indent=1)
+
+    status = scenario.finished_status(api, namespace, parent, phase="Failed", result="FAILED", timeout_s=RUN_TIMEOUT_S)
     (nccl,) = status["categoryStatuses"]
     nodes = scenario.category_nodes(api, namespace, nccl)
     assert (nodes.failed, nodes.succeeded) == ({}, [])

@@ -20,12 +20,10 @@ that plus one 10 s poll of the TrainJob and a few seconds of step overhead.
 
 from __future__ import annotations
 
-import json
 import time
 from datetime import datetime
 from typing import Any
 
-import yaml
 from kubernetes import client as k8s
 
 from nvcre_argo.names import LABEL_GROUP, LABEL_RECORD, LABEL_WORKFLOW, trainjob_name
@@ -120,16 +118,11 @@ def test_a_measurement_that_never_appears_times_out_and_hostpath_rdma_workers_ru
     sim: SimCluster, api: k8s.ApiClient, namespace: str
 ) -> None:
     started = time.monotonic()
-    scenario.install(sim.kubeconfig, namespace, submit=False)
-    scenario.write_fault_plan(api, namespace, yaml.safe_dump(FAULT_PLAN))
-    document = certification(namespace)
-    scenario.apply_certification(api, document)
-    parent = scenario.submit(api, scenario.compile_workflow(sim.kubeconfig, document))
+    parent = scenario.start_certification(sim.kubeconfig, api, certification(namespace), fault_plan=FAULT_PLAN)
 
     phase, worker_pods = run_capturing_worker_pods(api, namespace, parent)
     assert phase == "Failed", scenario.workflow_tree(api, namespace)
-    status = scenario.wait_certification_result(api, namespace, "gpu-cluster-cert", timeout_s=120)["status"]
-    assert status["result"] == "FAILED", json.dumps(status, indent=1)
+    status = scenario.finished_certification_status(api, namespace, result="FAILED")
     thresholded, training = status["categoryStatuses"]
     assert [c["status"] for c in status["categoryStatuses"]] == ["Failed", "Succeeded"], status
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-import yaml
 from kubernetes import client as k8s
 
 from nvcre_argo.names import LABEL_GROUP
@@ -40,8 +39,6 @@ def _complete_at(trainjob: dict[str, object]) -> datetime:
 def test_an_overflow_group_runs_after_its_host_in_the_hosts_step_and_blames_only_its_faulty_node(
     sim: SimCluster, api: k8s.ApiClient, namespace: str
 ) -> None:
-    scenario.install(sim.kubeconfig, namespace, submit=False)
-    scenario.write_fault_plan(api, namespace, yaml.safe_dump(FAULT_PLAN))
     certification = scenario.example_certification(
         namespace,
         categories=[
@@ -52,13 +49,9 @@ def test_an_overflow_group_runs_after_its_host_in_the_hosts_step_and_blames_only
             }
         ],
     )
-    scenario.apply_certification(api, certification)
-    parent = scenario.submit(api, scenario.compile_workflow(sim.kubeconfig, certification))
+    parent = scenario.start_certification(sim.kubeconfig, api, certification, fault_plan=FAULT_PLAN)
 
-    assert scenario.wait_workflow_done(api, namespace, parent, timeout_s=RUN_TIMEOUT_S) == "Failed", (
-        scenario.workflow_tree(api, namespace)
-    )
-    status = scenario.wait_certification_result(api, namespace, "gpu-cluster-cert", timeout_s=120)["status"]
+    status = scenario.finished_status(api, namespace, parent, phase="Failed", result="FAILED", timeout_s=RUN_TIMEOUT_S)
     (nccl,) = status["categoryStatuses"]
     nodes = scenario.category_nodes(api, namespace, nccl)
     assert {name: reason for name, (reason, _) in nodes.failed.items()} == {CRASHING_NODE: "WorkloadFailed"}, (

@@ -18,12 +18,10 @@ clock, where `timeoutPerJob` would have taken ten, and the run step deletes thei
 
 from __future__ import annotations
 
-import json
 import time
 from datetime import datetime
 from typing import Any
 
-import yaml
 from kubernetes import client as k8s
 
 from nvcre_argo.names import LABEL_GROUP, LABEL_RECORD, LABEL_WORKFLOW
@@ -109,16 +107,11 @@ def test_a_startup_stall_and_a_training_stall_fail_their_groups_long_before_time
     sim: SimCluster, api: k8s.ApiClient, namespace: str
 ) -> None:
     started = time.monotonic()
-    scenario.install(sim.kubeconfig, namespace, submit=False)
-    scenario.write_fault_plan(api, namespace, yaml.safe_dump(FAULT_PLAN))
-    document = certification(namespace)
-    scenario.apply_certification(api, document)
-    parent = scenario.submit(api, scenario.compile_workflow(sim.kubeconfig, document))
+    parent = scenario.start_certification(sim.kubeconfig, api, certification(namespace), fault_plan=FAULT_PLAN)
 
     phase, seen = run_capturing_trainjobs(api, namespace, parent)
     assert phase == "Failed", scenario.workflow_tree(api, namespace)
-    status = scenario.wait_certification_result(api, namespace, "gpu-cluster-cert", timeout_s=120)["status"]
-    assert status["result"] == "FAILED", json.dumps(status, indent=1)
+    status = scenario.finished_certification_status(api, namespace, result="FAILED")
     (training,) = status["categoryStatuses"]
     assert training["status"] == "Failed", training
 

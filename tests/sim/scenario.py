@@ -120,6 +120,36 @@ def submit(api: k8s.ApiClient, workflow: dict[str, Any]) -> str:
     return str(created["metadata"]["name"])
 
 
+def start_certification(
+    kubeconfig: Path, api: k8s.ApiClient, certification: dict[str, Any], *, fault_plan: Any = None
+) -> str:
+    """What a user does to run a Certification, after writing the namespace's fault plan (YAML text, or data to
+    dump as YAML): ``nvcre-argo install --no-submit``, apply the Certification, ``nvcre-compile | argo
+    submit``. Returns the certification Workflow's name."""
+    namespace = certification["metadata"]["namespace"]
+    install(kubeconfig, namespace, submit=False)
+    if fault_plan is not None:
+        write_fault_plan(api, namespace, fault_plan if isinstance(fault_plan, str) else yaml.safe_dump(fault_plan))
+    apply_certification(api, certification)
+    return submit(api, compile_workflow(kubeconfig, certification))
+
+
+def finished_status(
+    api: k8s.ApiClient, namespace: str, parent: str, *, phase: str, result: str, timeout_s: float
+) -> dict[str, Any]:
+    """Check that the certification Workflow ``parent`` ends in ``phase`` and that the watcher then gives its
+    Certification (the example's name) the final ``result``; that Certification's status."""
+    assert wait_workflow_done(api, namespace, parent, timeout_s=timeout_s) == phase, workflow_tree(api, namespace)
+    return finished_certification_status(api, namespace, result=result)
+
+
+def finished_certification_status(api: k8s.ApiClient, namespace: str, *, result: str) -> dict[str, Any]:
+    """The example Certification's status once the watcher gave it a final result, checked to be ``result``."""
+    status: dict[str, Any] = wait_certification_result(api, namespace, "gpu-cluster-cert", timeout_s=120)["status"]
+    assert status["result"] == result, json.dumps(status, indent=1)
+    return status
+
+
 def workflows(api: k8s.ApiClient, namespace: str, selector: str = "") -> list[dict[str, Any]]:
     found = k8s.CustomObjectsApi(api).list_namespaced_custom_object(
         *ARGO, namespace, "workflows", label_selector=selector
