@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 import click
 
 from nvcre_argo import contract
+from nvcre_argo.kube.change import wait_for_change
 from nvcre_argo.kube.client import KubeClient
 from nvcre_argo.kube.connect import connect
 from nvcre_argo.plan.model import PlanError
@@ -153,7 +154,9 @@ def run_command(ctx: click.Context) -> None:
             group=member.name,
             nodes=member.nodes,
             gpu=planned_gpu_values(context.category, plan),
-            settings=RunSettings(health_expression=health_expression(context.category.entry)),
+            settings=RunSettings(
+                health_expression=health_expression(context.category.entry), until_changed=wait_for_change
+            ),
             measure=measure_log,
             report=click.echo,
             matched=len(plan.candidates),

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nvcre_argo.kube.client import KubeClient
 from nvcre_argo.kube.errors import ApiError
-from nvcre_argo.kube.resources import PODS, TRAINJOBS
+from nvcre_argo.kube.resources import PODS, TRAINJOBS, Resource
 from nvcre_argo.measure.checkpoints import last_saved_iteration, loaded_iteration
 from nvcre_argo.measure.megatron import MegatronResult, parse_megatron_log
 from nvcre_argo.resolve.duration import duration_seconds
@@ -77,12 +77,22 @@ class RunSettings:
     poll_seconds: float = 10.0
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
+    # Between two polls of a TrainJob: wait for it to change, at most `poll_seconds` (`kube.change`), so the
+    # step sees a workload's end at once rather than up to a poll later. None sleeps the interval out.
+    until_changed: Callable[[KubeClient, Resource, Mapping[str, Any], float], object] | None = None
     health_expression: str = DEFAULT_HEALTH_EXPRESSION
     log_limit_bytes: int = 4096
     # How a running training workload's log end is read for stall detection (a test's canned log: no kubelet).
     training_log: TrainingLog = read_training_log
     # How a checkpointing workload's first rank's log end is read for its checkpoint lines (likewise).
     checkpoint_log: TrainingLog = read_checkpoint_log
+
+    def pause(self, kube: KubeClient, trainjob: Mapping[str, Any] | None) -> None:
+        """The wait before the next poll of `trainjob` (as last read)."""
+        if self.until_changed is None or trainjob is None:
+            self.sleep(self.poll_seconds)
+        else:
+            self.until_changed(kube, TRAINJOBS, trainjob, self.poll_seconds)
 
 
 @dataclass
@@ -267,7 +277,7 @@ def follow_trainjob(
             kube.delete(TRAINJOBS, name, context.namespace)
             message = f"TrainJob/{name} timed out after {context.category.timeout_per_job} of running time"
             return ended(failed_iteration(iteration, name, message, nodes, WORKLOAD_FAILED))
-        settings.sleep(settings.poll_seconds)
+        settings.pause(kube, trainjob)
 
 
 def _check_running(
