@@ -35,11 +35,15 @@ def wait_for_change(
     when a change ended the wait early."""
     metadata = seen.get("metadata") or {}
     started = clock()
+    if not metadata.get("resourceVersion"):
+        # A watch without a version starts with the object as it is now: every pause would end at once.
+        sleep(timeout_seconds)
+        return False
     try:
         stream = kube.open_watch(
             resource,
             metadata.get("namespace"),
-            resource_version=str(metadata.get("resourceVersion") or ""),
+            resource_version=str(metadata["resourceVersion"]),
             field_selector=f"metadata.name={metadata.get('name')}",
             timeout_seconds=max(1, math.ceil(timeout_seconds)),
         )
