@@ -14,7 +14,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -121,15 +121,21 @@ def submit(api: k8s.ApiClient, workflow: dict[str, Any]) -> str:
 
 
 def start_certification(
-    kubeconfig: Path, api: k8s.ApiClient, certification: dict[str, Any], *, fault_plan: Any = None
+    kubeconfig: Path,
+    api: k8s.ApiClient,
+    certification: dict[str, Any],
+    *,
+    fault_plan: str | Mapping[str, Any] | None = None,
 ) -> str:
-    """What a user does to run a Certification, after writing the namespace's fault plan (YAML text, or data to
-    dump as YAML): ``nvcre-argo install --no-submit``, apply the Certification, ``nvcre-compile | argo
-    submit``. Returns the certification Workflow's name."""
+    """Write the namespace's fault plan (YAML text, or data to dump as YAML), then do what a user does to run a
+    Certification: ``nvcre-argo install --no-submit``, apply it, ``nvcre-compile | argo submit``. Returns the
+    certification Workflow's name."""
     namespace = certification["metadata"]["namespace"]
     install(kubeconfig, namespace, submit=False)
-    if fault_plan is not None:
-        write_fault_plan(api, namespace, fault_plan if isinstance(fault_plan, str) else yaml.safe_dump(fault_plan))
+    if isinstance(fault_plan, str):
+        write_fault_plan(api, namespace, fault_plan)
+    elif fault_plan is not None:
+        write_fault_plan(api, namespace, yaml.safe_dump(dict(fault_plan)))
     apply_certification(api, certification)
     return submit(api, compile_workflow(kubeconfig, certification))
 
