@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client as k8s
 
-from tests.e2e.finished_runs import Run, SharedRuns, seed_example
+from tests.e2e.finished_runs import Run, SharedRuns, diagnose_example, seed_example
 from tests.harness.controlplane import ControlPlaneError
 from tests.harness.namespaces import namespace_for_test
 from tests.harness.versions import BUILD_COMMAND, HarnessSetupError
@@ -34,7 +34,7 @@ SHAPES = {"default": (NODE_COUNT, 4), "isolation": (32, 8), "strict": (NODE_COUN
 ARGO_CONFIG = {"strict": {"workflowRestrictions": "templateReferencing: Strict\n"}}
 ISOLATION_FIXTURE = "isolation_sim"
 STRICT_FIXTURE = "strict_sim"
-SHARED_RUN_FIXTURE = "seed_example_run"
+SHARED_RUN_FIXTURES = {"seed_example_run", "diagnose_run"}
 CLUSTER_MARKER = "argo_release"  # `pytest.mark.argo_release("v4")`: the module runs on another Argo line
 
 
@@ -56,10 +56,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.path.is_relative_to(HERE):
             item.add_marker(pytest.mark.e2e)
     # Tests on the default cluster first, then on Argo v4, then on the strict and the larger cluster: the
-    # session starts each cluster once, and the runs shared between modules are made once. Within the default
-    # cluster the modules reading a shared run come first and together, while the run's step pods (kept ten
+    # session starts each cluster once, and the runs shared between modules are made once. Within a cluster the
+    # modules reading a shared run come first and together, while the run's step pods (kept ten
     # minutes by podGC) still have their logs.
-    sharing = {item.path for item in items if SHARED_RUN_FIXTURE in getattr(item, "fixturenames", ())}
+    sharing = {item.path for item in items if SHARED_RUN_FIXTURES & set(getattr(item, "fixturenames", ()))}
     items.sort(key=lambda item: (_cluster_order(item), item.path not in sharing))
 
 
@@ -107,9 +107,11 @@ class Clusters:
         self.shared = SharedRuns(self.current)
         return self.current
 
-    def shared_run(self, name: str, start: Callable[[SimCluster, k8s.ApiClient, str], Run]) -> Run:
-        """A finished run several modules read (`tests/e2e/finished_runs.py`), on the default v3 cluster."""
-        self.get("v3")
+    def shared_run(
+        self, name: str, start: Callable[[SimCluster, k8s.ApiClient, str], Run], shape: str = "default"
+    ) -> Run:
+        """A finished run several modules read (`tests/e2e/finished_runs.py`), on a v3 cluster of `shape`."""
+        self.get("v3", shape)
         assert self.shared is not None
         return self.shared.get(name, start)
 
@@ -135,6 +137,14 @@ def clusters() -> Iterator[Clusters]:
 def seed_example_run(clusters: Clusters) -> Run:
     """The seed example on the default cluster's healthy nodes, finished; run once for every module reading it."""
     return clusters.shared_run("seed-example", seed_example)
+
+
+@pytest.fixture
+def diagnose_run(clusters: Clusters, isolation_sim: SimCluster) -> Run:
+    """Fault isolation on the isolation cluster with two broken nodes and a broken link, finished; run once for
+    every module reading it (it asks for `isolation_sim` so that its tests are ordered with that cluster's)."""
+    del isolation_sim
+    return clusters.shared_run("diagnose", diagnose_example, shape="isolation")
 
 
 @pytest.fixture

@@ -1,15 +1,18 @@
 """Certification runs that several end-to-end modules read: run once per cluster, kept until it stops.
 
-Why: the seed example on the default cluster takes minutes, and both `test_seed_example.py` (what a user reads
-through the API and `nvcre-argo report`) and `test_argo_ui.py` (what an operator sees in the browser) need
-exactly that finished run. Running it once for both saves one run per session. The run lives in a namespace
-of its own that the session's `Clusters` deletes when it stops or replaces the cluster; tests only read it.
+Why: a run takes minutes, and each of these is read both through the API (what a user reads, and
+`nvcre-argo report`) and in the browser (`test_argo_ui.py`, what an operator sees):
+- the seed example on the default cluster's healthy nodes (`test_seed_example.py`);
+- fault isolation (`testScale: diagnose`) on the larger cluster with two broken nodes and one broken link
+  (`test_diagnose.py`).
+Running each once for both saves one run per session. A run lives in a namespace of its own that the
+session's `Clusters` deletes when it stops or replaces the cluster; tests only read it.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,11 +24,31 @@ from tests.sim.cluster import SimCluster
 
 RUN_TIMEOUT_S = 900
 
+# The diagnose run: 32 nodes in 4 NVLink cliques of 8 (`sim-cluster.0` .. `.3`, the "isolation" cluster shape),
+# two crashing nodes and one broken link between two cliques.
+DIAGNOSE_NODES = 32
+DIAGNOSE_PER_CLIQUE = 8
+DIAGNOSE_FAULTY = ("gpu-node-21", "gpu-node-3")
+DIAGNOSE_BROKEN_LINK = ("sim-cluster.1", "sim-cluster.3")
+DIAGNOSE_FAULT_PLAN = {
+    "defaults": {"durationSeconds": 2},
+    "nodes": {node: {"fault": "crash", "exitCode": 1, "afterSeconds": 1} for node in DIAGNOSE_FAULTY},
+    "links": [{"between": list(DIAGNOSE_BROKEN_LINK)}],
+}
+DIAGNOSE_CATEGORIES = [
+    {
+        "domain": "communication",
+        "variant": "nccl-all-reduce",
+        "options": {"testScale": "diagnose", "timeoutPerJob": "4m"},
+    }
+]
+
 
 @dataclass(frozen=True)
 class Run:
     """One finished certification run: where it ran and the Workflows Argo kept of it."""
 
+    sim: SimCluster  # the cluster it ran on
     namespace: str
     parent: dict[str, Any]  # the certification Workflow
     categories: dict[str, dict[str, Any]]  # "domain/variant" -> its category Workflow
@@ -47,7 +70,7 @@ def finish_run(
     namespace: str,
     certification: dict[str, Any],
     *,
-    fault_plan: str | None = None,
+    fault_plan: str | Mapping[str, Any] | None = None,
     expect_phase: str,
 ) -> Run:
     """Run `certification` to its end as a user would (`install`, apply, `nvcre-compile | argo submit`), and
@@ -62,7 +85,7 @@ def finish_run(
     }
     found = scenario.get_workflow(api, namespace, parent)
     assert found is not None
-    return Run(namespace=namespace, parent=found, categories=categories)
+    return Run(sim=sim, namespace=namespace, parent=found, categories=categories)
 
 
 class SharedRuns:
@@ -89,3 +112,10 @@ class SharedRuns:
 def seed_example(sim: SimCluster, api: k8s.ApiClient, namespace: str) -> Run:
     """The seed example (examples/gpu-cluster-cert.yaml) on the cluster's healthy nodes, run to Succeeded."""
     return finish_run(sim, api, namespace, scenario.example_certification(namespace), expect_phase="Succeeded")
+
+
+def diagnose_example(sim: SimCluster, api: k8s.ApiClient, namespace: str) -> Run:
+    """Fault isolation of the example's NCCL all-reduce on the isolation cluster, with the faults above: the
+    certification Workflow fails (two nodes are faulty)."""
+    certification = scenario.example_certification(namespace, categories=DIAGNOSE_CATEGORIES)
+    return finish_run(sim, api, namespace, certification, fault_plan=DIAGNOSE_FAULT_PLAN, expect_phase="Failed")

@@ -1,11 +1,13 @@
 """Argo's UI as the operator's dashboard, read in a real browser while certifications run on the simulated cluster.
 
-Two runs, each in its own namespace and shared by the tests that read it (one run takes minutes): the seed
-example on healthy nodes (the same run `test_seed_example.py` reads, see `tests/e2e/finished_runs.py`), and an
-NCCL all-reduce in groups of two where ``gpu-node-3`` crashes. Each test
-starts its own ``argo server`` for that namespace and a headless Chromium, opens what an operator opens (the
-Workflow list, the certification Workflow's graph, a category Workflow's graph, a node's side panel), saves
-screenshots under build/screenshots/ for a person to look at, and stops both.
+Three runs, each in its own namespace and shared by the tests that read it (one run takes minutes):
+- the seed example on healthy nodes (the run `test_seed_example.py` reads, see `tests/e2e/finished_runs.py`);
+- an NCCL all-reduce in groups of two where ``gpu-node-3`` crashes;
+- fault isolation (`testScale: diagnose`) on the 32-node cluster with two crashing nodes and a broken link
+  between two cliques (the run `test_diagnose.py` reads).
+Each test starts its own ``argo server`` for that run's namespace and a headless Chromium, opens what an
+operator opens (the Workflow list, the certification Workflow's graph, a category Workflow's graph, a node's
+side panel), saves screenshots under build/screenshots/ for a person to look at, and stops both.
 
 What the UI shows well today is asserted plainly. What it should show and does not show yet is
 asserted as wanted and marked ``xfail(strict=True)``: such a test fails the day the compiled Workflows tell
@@ -23,13 +25,12 @@ import pytest
 import yaml
 
 from tests.e2e.browser import Browser, GraphNode, ListRow, require_browser
-from tests.e2e.finished_runs import Run, finish_run
+from tests.e2e.finished_runs import DIAGNOSE_BROKEN_LINK, DIAGNOSE_FAULTY, Run, finish_run
 from tests.harness.controlplane import ControlPlaneError
 from tests.harness.namespaces import namespace_for_test
 from tests.harness.versions import HarnessSetupError
 from tests.sim import scenario
 from tests.sim.argoserver import ArgoServer, argo_binary
-from tests.sim.cluster import SimCluster
 
 if TYPE_CHECKING:
     from tests.e2e.conftest import Clusters
@@ -97,15 +98,15 @@ OpenUi = Callable[[Run, str], Browser]
 
 
 @pytest.fixture
-def open_ui(sim: SimCluster, request: pytest.FixtureRequest) -> Iterator[OpenUi]:
-    """``open_ui(run, label)``: an ``argo server`` for the run's namespace and a browser on it, both stopped when
-    the test ends; screenshots are named ``<label>-<page>.png``."""
+def open_ui(request: pytest.FixtureRequest) -> Iterator[OpenUi]:
+    """``open_ui(run, label)``: an ``argo server`` for the run's namespace on the run's cluster and a browser on
+    it, both stopped when the test ends; screenshots are named ``<label>-<page>.png``."""
     with contextlib.ExitStack() as stack:
 
         def open_for(run: Run, label: str) -> Browser:
-            workdir = sim.workdir / "argo-server" / request.node.name
+            workdir = run.sim.workdir / "argo-server" / request.node.name
             try:
-                server = ArgoServer(kubeconfig=sim.kubeconfig, namespace=run.namespace, workdir=workdir)
+                server = ArgoServer(kubeconfig=run.sim.kubeconfig, namespace=run.namespace, workdir=workdir)
                 stack.enter_context(server)
                 browser = Browser(base_url=server.url, server_version=server.version(), screenshot_prefix=label)
                 return stack.enter_context(browser)
@@ -362,3 +363,74 @@ def test_the_failed_certification_row_says_which_category_failed(crash_run: Run,
     message = rows[crash_run.parent_name].message
     assert "child '" not in message, message
     assert "nccl-all-reduce" in message, message
+
+
+# ---------------------------------------------------------------------------------------------- a diagnose run
+
+
+def _diagnose_workflow(run: Run) -> dict[str, Any]:
+    return run.categories[NCCL]
+
+
+def _rounds(display_names: list[str]) -> set[str]:
+    """The isolation rounds (``r1``, ``r2``, ...) that group nodes named ``group(<i>:r<round>-g<j>)`` belong to."""
+    return {match for name in display_names for match in re.findall(r"\b(r\d+)-g\d+\b", name)}
+
+
+def test_a_diagnose_graph_shows_every_isolation_round_with_its_groups(diagnose_run: Run, open_ui: OpenUi) -> None:
+    browser = open_ui(diagnose_run, "diagnose")
+    workflow = _diagnose_workflow(diagnose_run)
+    nodes = _open_graph(browser, diagnose_run, diagnose_run.category_name(NCCL))
+    browser.screenshot("category-graph")
+
+    # Each round is a plan-round step followed by its groups, named by round and group, never by node lists.
+    ran = _rounds([node["displayName"] for node in workflow["status"]["nodes"].values()])
+    assert len(ran) >= 2, ran
+    assert _rounds(_display_names(nodes)) == ran, _display_names(nodes)
+    assert _display_names(nodes).count("plan-round") == len(ran) + 1, _display_names(nodes)
+    assert [name for name in _display_names(nodes) if "gpu-node" in name] == []
+
+
+def test_a_failed_diagnose_group_says_its_round_and_stage_and_blames_no_node(
+    diagnose_run: Run, open_ui: OpenUi
+) -> None:
+    browser = open_ui(diagnose_run, "diagnose")
+    workflow = _diagnose_workflow(diagnose_run)
+    failed = sorted(
+        node_id
+        for node_id, node in workflow["status"]["nodes"].items()
+        if node["type"] == "Pod" and node["templateName"] == "run-group" and node["phase"] == "Failed"
+    )
+    assert failed, sorted(node["displayName"] for node in workflow["status"]["nodes"].values())
+    _open_graph(browser, diagnose_run, diagnose_run.category_name(NCCL), node_id=failed[0])
+    browser.screenshot("failed-group")
+
+    # A failed isolation job is evidence for the next round, not a verdict: it names the round and the stage,
+    # and no node is blamed for it.
+    message = _panel_attribute(browser, "MESSAGE")
+    assert re.search(r"isolation job failed \(round \d+, [a-z-]+, \d+ nodes;", message), message
+    assert "(WorkloadFailed)" not in message, message
+
+
+def test_the_diagnose_record_step_names_the_faulty_nodes_and_the_broken_link(
+    diagnose_run: Run, open_ui: OpenUi
+) -> None:
+    browser = open_ui(diagnose_run, "diagnose")
+    workflow = _diagnose_workflow(diagnose_run)
+    record = _node_id(workflow, lambda node: node["type"] == "Pod" and node["templateName"] == "record")
+    _open_graph(browser, diagnose_run, diagnose_run.category_name(NCCL), node_id=record)
+    browser.screenshot("record")
+
+    message = _panel_attribute(browser, "MESSAGE")
+    faulty = ", ".join(DIAGNOSE_FAULTY)
+    a, b = DIAGNOSE_BROKEN_LINK
+    assert f"{len(DIAGNOSE_FAULTY)} node(s) failed: {faulty}; link fault between domains {a} and {b}" in message
+
+
+def test_the_diagnose_category_step_names_the_faulty_nodes(diagnose_run: Run, open_ui: OpenUi) -> None:
+    browser = open_ui(diagnose_run, "diagnose")
+    _open_graph(browser, diagnose_run, diagnose_run.parent_name, node_id=_category_step_id(diagnose_run, NCCL))
+    browser.screenshot("certification-graph")
+
+    message = _panel_attribute(browser, "MESSAGE")
+    assert f"{NCCL}: {len(DIAGNOSE_FAULTY)} node(s) failed: {', '.join(DIAGNOSE_FAULTY)}" in message, message

@@ -9,7 +9,7 @@
 The same pure planner that `plan-round` runs is played here against an oracle of the same faults, so the
 test knows how many rounds and jobs the isolation must take; the run must match it exactly and name exactly
 those nodes and that link, in the ConfigMaps, the Certification's status and `nvcre-argo report`. Every other
-node is certified.
+node is certified. The run is shared with the browser tests (`tests/e2e/finished_runs.py`).
 """
 
 from __future__ import annotations
@@ -22,45 +22,41 @@ from kubernetes import client as k8s
 
 from nvcre_argo.plan.isolation import Candidate, plan_isolation_round
 from nvcre_argo.results import DiagnoseRecord, read_diagnose
-from tests.bench.isolation_sim import Run, Scenario, run_planner
-from tests.harness.namespaces import namespace_for_test
+from tests.bench.isolation_sim import Run as IsolationRun
+from tests.bench.isolation_sim import Scenario, run_planner
+from tests.e2e.finished_runs import (
+    DIAGNOSE_BROKEN_LINK,
+    DIAGNOSE_FAULTY,
+    DIAGNOSE_NODES,
+    DIAGNOSE_PER_CLIQUE,
+    Run,
+)
 from tests.sim import scenario
-from tests.sim.cluster import SimCluster
-
-RUN_TIMEOUT_S = 900
-NODES = 32
-PER_CLIQUE = 8
-FAULTY = ("gpu-node-21", "gpu-node-3")
-BROKEN_LINK = ("sim-cluster.1", "sim-cluster.3")
-FAULT_PLAN = {
-    "defaults": {"durationSeconds": 2},
-    "nodes": {node: {"fault": "crash", "exitCode": 1, "afterSeconds": 1} for node in FAULTY},
-    "links": [{"between": list(BROKEN_LINK)}],
-}
 
 
-def expected_run() -> Run:
+def expected_run() -> IsolationRun:
     """The rounds and jobs the planner needs on these faults (the simulator plays exactly this model)."""
     candidates = tuple(
         sorted(
-            (Candidate(f"gpu-node-{i}", f"sim-cluster.{(i - 1) // PER_CLIQUE}") for i in range(1, NODES + 1)),
+            (
+                Candidate(f"gpu-node-{i}", f"sim-cluster.{(i - 1) // DIAGNOSE_PER_CLIQUE}")
+                for i in range(1, DIAGNOSE_NODES + 1)
+            ),
             key=lambda candidate: candidate.node,
         )
     )
-    faults = Scenario(candidates=candidates, node_faults=frozenset(FAULTY), link_faults=frozenset({BROKEN_LINK}))
+    faults = Scenario(
+        candidates=candidates,
+        node_faults=frozenset(DIAGNOSE_FAULTY),
+        link_faults=frozenset({DIAGNOSE_BROKEN_LINK}),
+    )
     return run_planner(plan_isolation_round, faults)
 
 
 @pytest.fixture
-def isolation_api(isolation_sim: SimCluster) -> Iterator[k8s.ApiClient]:
-    with isolation_sim.api_client() as client:
+def isolation_api(diagnose_run: Run) -> Iterator[k8s.ApiClient]:
+    with diagnose_run.sim.api_client() as client:
         yield client
-
-
-@pytest.fixture
-def isolation_namespace(isolation_api: k8s.ApiClient, request: pytest.FixtureRequest) -> Iterator[str]:
-    with namespace_for_test(isolation_api, request.node.nodeid) as name:
-        yield name
 
 
 def diagnose_record(api: k8s.ApiClient, namespace: str, category_status: dict[str, object]) -> DiagnoseRecord:
@@ -73,32 +69,25 @@ def diagnose_record(api: k8s.ApiClient, namespace: str, category_status: dict[st
 
 
 def test_diagnose_names_exactly_the_faulty_nodes_and_the_broken_link_in_the_predicted_rounds(
-    isolation_sim: SimCluster, isolation_api: k8s.ApiClient, isolation_namespace: str
+    diagnose_run: Run, isolation_api: k8s.ApiClient
 ) -> None:
-    api, namespace = isolation_api, isolation_namespace
+    api, namespace = isolation_api, diagnose_run.namespace  # finished: Failed (see tests/e2e/finished_runs.py)
     predicted = expected_run()
-    certification = scenario.example_certification(
-        namespace,
-        categories=[
-            {
-                "domain": "communication",
-                "variant": "nccl-all-reduce",
-                "options": {"testScale": "diagnose", "timeoutPerJob": "4m"},
-            }
-        ],
-    )
-    parent = scenario.start_certification(isolation_sim.kubeconfig, api, certification, fault_plan=FAULT_PLAN)
 
-    status = scenario.finished_status(api, namespace, parent, phase="Failed", result="FAILED", timeout_s=RUN_TIMEOUT_S)
+    status = scenario.finished_certification_status(api, namespace, result="FAILED")
     (category,) = status["categoryStatuses"]
     tree = scenario.workflow_tree(api, namespace)
     nodes = scenario.category_nodes(api, namespace, category)
-    assert {name: reason for name, (reason, _) in nodes.failed.items()} == dict.fromkeys(FAULTY, "WorkloadFailed"), tree
-    healthy = {f"gpu-node-{i}" for i in range(1, NODES + 1)} - set(FAULTY)
+    assert {name: reason for name, (reason, _) in nodes.failed.items()} == dict.fromkeys(
+        DIAGNOSE_FAULTY, "WorkloadFailed"
+    ), tree
+    healthy = {f"gpu-node-{i}" for i in range(1, DIAGNOSE_NODES + 1)} - set(DIAGNOSE_FAULTY)
     assert set(nodes.succeeded) == healthy
 
     record = diagnose_record(api, namespace, category)
-    assert [fault["domain"] for fault in record["infrastructureFaults"]] == ["|".join(BROKEN_LINK)], json.dumps(record)
+    assert [fault["domain"] for fault in record["infrastructureFaults"]] == ["|".join(DIAGNOSE_BROKEN_LINK)], (
+        json.dumps(record)
+    )
     assert (record["rounds"], record["jobs"], record["nodeJobs"]) == (
         predicted.rounds,
         predicted.jobs,
@@ -112,9 +101,9 @@ def test_diagnose_names_exactly_the_faulty_nodes_and_the_broken_link_in_the_pred
     assert link in category["message"], json.dumps(category)
     summary = category["diagnose"]
     assert (summary["rounds"], summary["jobs"]) == (predicted.rounds, predicted.jobs)
-    assert [fault["domain"] for fault in summary["infrastructureFaults"]] == ["|".join(BROKEN_LINK)]
+    assert [fault["domain"] for fault in summary["infrastructureFaults"]] == ["|".join(DIAGNOSE_BROKEN_LINK)]
     report = scenario.run_cli(
-        "report", "gpu-cluster-cert", "-n", namespace, kubeconfig=isolation_sim.kubeconfig, check=False
+        "report", "gpu-cluster-cert", "-n", namespace, kubeconfig=diagnose_run.sim.kubeconfig, check=False
     )
     assert f"Diagnose:  {predicted.rounds} rounds, {predicted.jobs} jobs" in report.stdout, report.stdout
     assert "link sim-cluster.1|sim-cluster.3 (inter-screening)" in report.stdout, report.stdout
