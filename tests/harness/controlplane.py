@@ -214,7 +214,7 @@ def apiserver_argv(
         f"--secure-port={ports.apiserver}",
         "--bind-address=127.0.0.1",
         "--advertise-address=127.0.0.1",
-        "--service-cluster-ip-range=10.0.0.0/24",
+        "--service-cluster-ip-range=127.2.0.0/24",  # loopback only, apart from the pods' 127.1.0.0/16
         "--allow-privileged=true",
         "--authorization-mode=RBAC",
         f"--token-auth-file={token_file}",

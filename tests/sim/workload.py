@@ -115,7 +115,7 @@ CHECKPOINT_FORMAT: Final = "torch_dist"  # Megatron's default `--ckpt-format`
 NCCL_LATENCY_US: Final = 30.0
 PID_BASE: Final = 4000
 GPU_NAME: Final = "NVIDIA H100 80GB HBM3"
-FIRST_NODE_ADDRESS: Final = ipaddress.IPv4Address("10.0.0.1")  # the group's nodes count up from here
+FIRST_NODE_ADDRESS: Final = ipaddress.IPv4Address("127.3.0.1")  # the group's nodes count up from here (loopback only)
 NCCL_IB_PORT: Final = 53422  # the port NCCL's messages show after a peer's host
 
 
@@ -775,7 +775,7 @@ def _nccl_preamble(run: _NcclRun) -> str:
     ]
     first = run.ranks[0]
     lines += [
-        f"{first.host}:{first.pid}:{first.pid} [0] NCCL INFO Bootstrap: Using eth0:10.0.0.1<0>",
+        f"{first.host}:{first.pid}:{first.pid} [0] NCCL INFO Bootstrap: Using eth0:{FIRST_NODE_ADDRESS}<0>",
         f"{first.host}:{first.pid}:{first.pid} [0] NCCL INFO NCCL version 2.27.3+cuda12.9",
     ]
     return "".join(f"{line}\n" for line in lines)

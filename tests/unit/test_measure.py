@@ -28,7 +28,7 @@ validation: 1 graph: 0 unalign: 0
 #  Rank  1 Group  0 Pid    102 on cert-g0-node-0-0 device  1 [0000:2a:00] NVIDIA H100 80GB HBM3
 #  Rank  2 Group  0 Pid    201 on cert-g0-node-0-1 device  0 [0000:18:00] NVIDIA H100 80GB HBM3
 #  Rank  3 Group  0 Pid    202 on cert-g0-node-0-1 device  1 [0000:2a:00] NVIDIA H100 80GB HBM3
-cert-g0-node-0-0:101:101 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.5<0>
+cert-g0-node-0-0:101:101 [0] NCCL INFO Bootstrap : Using eth0:127.3.0.5<0>
 cert-g0-node-0-0:101:101 [0] NCCL INFO NCCL version 2.27.3+cuda12.9
 #
 #                                                              out-of-place                       in-place

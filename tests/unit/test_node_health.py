@@ -39,7 +39,7 @@ def a_node(name: str = "n0", **spec: Any) -> dict[str, Any]:
             "labels": {f"feature.node.kubernetes.io/flag-{index}": "true" for index in range(80)},
             "annotations": {"gpu.health/state": "ok"},
         },
-        "spec": {"podCIDR": "10.0.0.0/24", **spec},
+        "spec": {"podCIDR": "127.1.0.0/24", **spec},
         "status": {
             "conditions": [{"type": "Ready", "status": "True"}],
             "images": [{"names": [f"registry.example/image-{index}:1"], "sizeBytes": index} for index in range(50)],

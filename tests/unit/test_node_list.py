@@ -17,7 +17,7 @@ def node(name: str, *, kind: str | None = "Node", **labels: Any) -> dict[str, An
     document: dict[str, Any] = {
         "apiVersion": "v1",
         "metadata": {"name": name, "labels": {"nvidia.com/gpu.present": "true", **labels}, "uid": "u-" + name},
-        "spec": {"podCIDR": "10.0.0.0/24"},
+        "spec": {"podCIDR": "127.1.0.0/24"},
         "status": {"allocatable": {"cpu": "64", "nvidia.com/gpu": "8"}, "images": [{"names": ["x"]}]},
     }
     if kind is not None:

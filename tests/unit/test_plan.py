@@ -573,7 +573,7 @@ def test_a_slim_node_keeps_exactly_what_planning_reads() -> None:
     node = make_node("n00", clique="rack-1", unschedulable=True, taints=[{"key": "k", "effect": "NoSchedule"}])
     node["metadata"]["managedFields"] = [{"manager": "kubelet"}]
     node["status"]["images"] = [{"names": ["big"], "sizeBytes": 1}]
-    node["spec"]["podCIDR"] = "10.0.0.0/24"
+    node["spec"]["podCIDR"] = "127.1.0.0/24"
     assert slim_node(node) == {
         "metadata": {"name": "n00", "labels": node["metadata"]["labels"]},
         "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}], "unschedulable": True},
