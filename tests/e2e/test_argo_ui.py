@@ -22,15 +22,15 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
-import yaml
+from kubernetes import client as k8s
 
 from tests.e2e.browser import Browser, GraphNode, ListRow, require_browser
 from tests.e2e.finished_runs import DIAGNOSE_BROKEN_LINK, DIAGNOSE_FAULTY, Run, finish_run
 from tests.harness.controlplane import ControlPlaneError
-from tests.harness.namespaces import namespace_for_test
 from tests.harness.versions import HarnessSetupError
 from tests.sim import scenario
 from tests.sim.argoserver import ArgoServer, argo_binary
+from tests.sim.cluster import SimCluster
 
 if TYPE_CHECKING:
     from tests.e2e.conftest import Clusters
@@ -48,21 +48,11 @@ CRASH_CATEGORIES = [
 ]
 
 
-@contextlib.contextmanager
-def _run_in_own_namespace(
-    clusters: Clusters,
-    name: str,
-    certification: Callable[[str], dict[str, Any]],
-    *,
-    fault_plan: str | None = None,
-    expect_phase: str,
-) -> Iterator[Run]:
-    """A finished run in a namespace of its own, deleted after the module's tests (the session's v3 cluster)."""
-    sim = clusters.get("v3")
-    with sim.api_client() as api, namespace_for_test(api, f"test_argo_ui.py::{name}") as namespace:
-        yield finish_run(
-            sim, api, namespace, certification(namespace), fault_plan=fault_plan, expect_phase=expect_phase
-        )
+def _crash(sim: SimCluster, api: k8s.ApiClient, namespace: str) -> Run:
+    """The NCCL all-reduce in groups of two where gpu-node-3 crashes, finished: its group and the
+    certification fail."""
+    certification = scenario.example_certification(namespace, categories=CRASH_CATEGORIES)
+    return finish_run(sim, api, namespace, certification, fault_plan=CRASH_PLAN, expect_phase="Failed")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -81,17 +71,11 @@ def example_run(seed_example_run: Run) -> Run:
     return seed_example_run
 
 
-@pytest.fixture(scope="module")
-def crash_run(clusters: Clusters) -> Iterator[Run]:
-    """An NCCL all-reduce in groups of two where gpu-node-3 crashes: its group and the certification fail."""
-    with _run_in_own_namespace(
-        clusters,
-        "crash",
-        lambda namespace: scenario.example_certification(namespace, categories=CRASH_CATEGORIES),
-        fault_plan=yaml.safe_dump(CRASH_PLAN),
-        expect_phase="Failed",
-    ) as run:
-        yield run
+@pytest.fixture
+def crash_run(clusters: Clusters) -> Run:
+    """The crash run on the default cluster, run once and kept (like the shared runs of `finished_runs.py`)
+    until that cluster stops: its namespace is deleted while the cluster still runs."""
+    return clusters.shared_run("ui-crash", _crash)
 
 
 OpenUi = Callable[[Run, str], Browser]
