@@ -40,7 +40,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from nvcre_argo.plan.isolation.knowledge import Knowledge, derive_knowledge
-from nvcre_argo.plan.isolation.links import BATCH_DOMAINS, count_block_rounds, plan_link_groups
+from nvcre_argo.plan.isolation.links import BATCH_DOMAINS, BlockRounds, count_block_rounds, plan_link_groups
 from nvcre_argo.plan.isolation.model import (
     DEFAULT_SETTINGS,
     Candidate,
@@ -105,7 +105,7 @@ def _screening_groups(candidates: Sequence[Candidate], min_group_size: int) -> t
 
 
 def _follow_up_groups(
-    candidates: Sequence[Candidate], k: Knowledge, min_group_size: int, link_rounds: int | None
+    candidates: Sequence[Candidate], k: Knowledge, min_group_size: int, block_rounds: BlockRounds
 ) -> tuple[Group, ...]:
     used: set[str] = set()
     groups: list[Group] = []
@@ -167,7 +167,7 @@ def _follow_up_groups(
     # Across many domains a link test needs one node of nearly every domain; a probe (a whole failed screening
     # group again) would hold its domain back from it, so probes there take what the link tests leave.
     can_wait = len(domains) >= BATCH_DOMAINS and bool(groups or probes)
-    for group in plan_link_groups(k, spare, used, link_rounds, can_wait=can_wait):
+    for group in plan_link_groups(k, spare, used, block_rounds, can_wait=can_wait):
         take(group.nodes, group.stage)
     if many:
         take_probes()
