@@ -30,6 +30,7 @@ from nvcre_argo.plan.isolation.links import (
     _components,
     _focus,
     _link_evidence,
+    _one_by_one,
     _sides,
     _sweep_tests,
     count_block_rounds,
@@ -424,10 +425,11 @@ def test_the_search_focuses_on_the_pairs_most_failures_hold_and_a_known_faulty_l
 
 def test_the_pairs_outside_a_two_sided_focus_are_swept_by_two_tests_and_a_focus_inside_a_block_by_none() -> None:
     domains = ["a", "b", "c", "d", "e"]
-    assert _sweep_tests(domains, {("a", "c"), ("a", "d"), ("b", "c"), ("b", "d")}) == [["a", "b", "e"], ["c", "d", "e"]]
-    assert _sweep_tests(domains, {("a", "b")}) == [["a", "c", "d", "e"], ["b", "c", "d", "e"]]
-    assert _sweep_tests(domains, {("a", "b"), ("a", "c"), ("b", "c")}) == []  # a triangle: no two sides
-    assert _sweep_tests(domains, {("a", "c"), ("b", "d")}) == []  # (a, d) lies between the sides, unfocused
+    square = {("a", "c"), ("a", "d"), ("b", "c"), ("b", "d")}
+    assert _sweep_tests(domains, square, set()) == [["a", "b", "e"], ["c", "d", "e"]]
+    assert _sweep_tests(domains, {("a", "b")}, set()) == [["a", "c", "d", "e"], ["b", "c", "d", "e"]]
+    assert _sweep_tests(domains, {("a", "b"), ("a", "c"), ("b", "c")}, set()) == []  # a triangle: no two sides
+    assert _sweep_tests(domains, {("a", "c"), ("b", "d")}, set()) == []  # (a, d) lies between the sides, unfocused
 
 
 def test_a_rescreen_split_around_a_faulty_link_is_no_block_round() -> None:
@@ -435,11 +437,22 @@ def test_a_rescreen_split_around_a_faulty_link_is_no_block_round() -> None:
         return JobResult(round_, Group(nodes, mnnvl=True, stage="inter-screening"), outcome)
 
     blocks = [inter(5, (f"x{i}",), "failed") for i in range(3)]
-    assert count_block_rounds(blocks) == BlockRounds(count=1, failed_everywhere=True)
+    assert count_block_rounds(blocks) == BlockRounds(count=1, failed_everywhere=1)
     two = [inter(6, ("y0",), "failed"), inter(6, ("y1",), "failed")]
-    assert count_block_rounds([*blocks, *two]) == BlockRounds(count=1, failed_everywhere=True)
+    assert count_block_rounds([*blocks, *two]) == BlockRounds(count=1, failed_everywhere=1)
     mixed = [inter(7, ("z0",), "passed"), inter(7, ("z1",), "failed"), inter(7, ("z2",), "failed")]
-    assert count_block_rounds([*blocks, *mixed]) == BlockRounds(count=2, failed_everywhere=False)
+    assert count_block_rounds([*blocks, *mixed]) == BlockRounds(count=2, failed_everywhere=0)
+
+
+def test_after_block_rounds_fail_everywhere_pairs_go_one_by_one_only_when_cheap_or_a_second_time() -> None:
+    many = {(f"d{a:02d}", f"d{b:02d}") for a in range(40) for b in range(a + 1, 40)}
+    few = {(f"d{a:02d}", f"d{b:02d}") for a in range(40) for b in (a + 1, a + 2) if b < 40}
+    small = {(f"s{a}", f"s{b}") for a in range(6) for b in range(a + 1, 6)}
+    assert not _one_by_one(many, BlockRounds(count=1, failed_everywhere=0))
+    assert not _one_by_one(many, BlockRounds(count=1, failed_everywhere=1))  # 780 pairs: a block round is cheaper
+    assert _one_by_one(few, BlockRounds(count=1, failed_everywhere=1))  # two pairs per domain
+    assert _one_by_one(small, BlockRounds(count=1, failed_everywhere=1))  # few domains: as before
+    assert _one_by_one(many, BlockRounds(count=2, failed_everywhere=2))  # never block after block failing
 
 
 def test_across_many_domains_a_probe_takes_what_the_link_screen_leaves() -> None:

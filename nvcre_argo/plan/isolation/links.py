@@ -13,7 +13,8 @@ costing another screen of every domain.
 
 Across many domains (`FOCUS_DOMAINS`) node-jobs are spent where the failures point. A failed re-screen there
 meets a transient node about as often as a link fault, so the first block round has only three blocks (two
-nodes per domain), which confirms the failure and narrows it down at once; from `LARGE_RESCREEN_DOMAINS` on,
+nodes per domain), which confirms the failure and narrows it down at once, and so do the later ones (node-jobs
+count more than the round or two that more blocks would save there); from `LARGE_RESCREEN_DOMAINS` on,
 where transients in a row are common, the re-screen is repeated instead until it failed three times. Every
 later round searches only the open pairs most failures hold (`_focus`): after a failed block round those lie
 inside one block or between two, and cutting every domain of an open pair apart again would cost k-1 nodes of
@@ -36,9 +37,9 @@ from nvcre_argo.plan.isolation.model import Group, JobResult
 
 MAX_LINK_BLOCKS = 6
 """Blocks per link-search round: k blocks cost k-1 nodes per domain and (k-1) x domains node-jobs."""
-CONFIRMING_BLOCKS = 3
-"""Blocks of a block round that follows a single failure (`CONFIRMED_FAILURES`): 3 blocks cost 2 nodes per domain
-and confirm the failure while narrowing it down, where a second re-screen would only confirm it for one."""
+FEW_BLOCKS = 3
+"""Blocks of a block round across many domains, short of `LARGE_RESCREEN_DOMAINS` (`_digit_blocks_cap`): 3 blocks
+cost 2 nodes per domain, where 6 cost 5 for a search that ends only a round or two sooner."""
 BIPARTITE_BLOCKS = 3
 """Blocks per side when the open pairs lie between two sides: 3 x 3 tests leave a ninth of them open for three
 nodes per domain."""
@@ -47,9 +48,6 @@ BATCH_DOMAINS = 16
 FOCUS_DOMAINS = 32
 """From this many domains on, the search narrows down the likeliest pairs first (`_focus`); below, every open
 pair is searched at once, which costs little and settles several faulty links together."""
-CONFIRMED_FAILURES = 2
-"""Failures of cleared nodes holding the likeliest pairs from which, across many domains, a block round may cut
-them into more than `CONFIRMING_BLOCKS` blocks."""
 BLOCK_ROUND_TESTS = 3
 """Inter-screening groups in one round that make it a block round (`BlockRounds`): three blocks tested
 pair by pair are the fewest."""
@@ -64,13 +62,13 @@ class BlockRounds:
     """The link search's block rounds so far (rounds with at least `BLOCK_ROUND_TESTS` inter-screening groups).
 
     `count` rotates the block layout, independently of how many other rounds came in between. When the last
-    one failed in every group (`failed_everywhere`), several faulty links defeat the blocks, and a focus that
-    is cheaper to test pair by pair than by blocks is tested so. A re-screen split around a known faulty
-    link (two groups) is no block round: both fail when a second faulty link lies elsewhere, which says
-    nothing about the blocks."""
+    ones failed in every group (`failed_everywhere` of them in a row), several faulty links defeat the
+    blocks, and pairs are tested one by one (`_one_by_one`). A re-screen split around a known faulty link
+    (two groups) is no block round: both fail when a second faulty link lies elsewhere, which says nothing
+    about the blocks."""
 
     count: int = 0
-    failed_everywhere: bool = False
+    failed_everywhere: int = 0
 
 
 def count_block_rounds(results: Sequence[JobResult]) -> BlockRounds:
@@ -80,9 +78,12 @@ def count_block_rounds(results: Sequence[JobResult]) -> BlockRounds:
         if r.group.stage == "inter-screening":
             per_round[r.round].append(r.failed)
     block_rounds = sorted(n for n, outcomes in per_round.items() if len(outcomes) >= BLOCK_ROUND_TESTS)
-    return BlockRounds(
-        count=len(block_rounds), failed_everywhere=bool(block_rounds) and all(per_round[block_rounds[-1]])
-    )
+    streak = 0
+    for n in reversed(block_rounds):
+        if not all(per_round[n]):
+            break
+        streak += 1
+    return BlockRounds(count=len(block_rounds), failed_everywhere=streak)
 
 
 def _open_pairs(k: Knowledge) -> set[Pair]:
@@ -117,10 +118,10 @@ def plan_link_groups(
         tests = _with_repeats([domains], _direct_failures(k))
     else:
         focus = _focus(evidence) if len(domains) >= FOCUS_DOMAINS else pairs
-        search = _search_tests(focus, available, block_rounds, _digit_blocks_cap(evidence, domains))
+        search = _search_tests(focus, available, block_rounds, _digit_blocks_cap(domains, block_rounds))
         tests = _with_repeats(search, _direct_failures(k))
         if pairs - focus and _few(focus):
-            tests += _sweep_tests(domains, focus)
+            tests += _sweep_tests(domains, focus, set(k.faulty_links))
     lent: defaultdict[str, int] = defaultdict(int)
     groups: list[Group] = []
     for members in (t for test in tests for t in _avoid_faulty_links(test, set(k.faulty_links))):
@@ -158,15 +159,18 @@ def _focus(evidence: Counter[Pair]) -> set[Pair]:
     return {p for p, count in evidence.items() if count == most}
 
 
-def _digit_blocks_cap(evidence: Counter[Pair], domains: list[str]) -> int:
+def _digit_blocks_cap(domains: list[str], block_rounds: BlockRounds) -> int:
     """How many blocks a block round may cut the focus into where no two sides stand out.
 
-    Across many domains (`FOCUS_DOMAINS`), the first block round follows a single failed re-screen, which
-    is as likely a transient's as a link's: `CONFIRMING_BLOCKS` blocks there, which confirm the failure for
-    two nodes per domain while narrowing it down by a third, where a second re-screen would only confirm it
-    (one node per domain) and more blocks would cost k-1 nodes per domain before the failure is confirmed."""
-    confirming = len(domains) >= FOCUS_DOMAINS and max(evidence.values()) < CONFIRMED_FAILURES
-    return CONFIRMING_BLOCKS if confirming else MAX_LINK_BLOCKS
+    Across many domains (from `FOCUS_DOMAINS` to `LARGE_RESCREEN_DOMAINS`) the first block round follows a
+    single failed re-screen, which is as likely a transient's as a link's, and every later one searches only
+    the focus: `FEW_BLOCKS` blocks, which confirm a failure for two nodes per domain while narrowing it down by
+    a third, where a second re-screen would only confirm it and six blocks would cost five nodes per domain.
+    After a block round that failed everywhere (several faulty links) more blocks keep some tests free of
+    them. From `LARGE_RESCREEN_DOMAINS` on, rounds count more: a failure is confirmed by re-screens and each
+    block round narrows by as much as `MAX_LINK_BLOCKS` allows."""
+    few = FOCUS_DOMAINS <= len(domains) < LARGE_RESCREEN_DOMAINS and not block_rounds.failed_everywhere
+    return FEW_BLOCKS if few else MAX_LINK_BLOCKS
 
 
 def _search_tests(
@@ -178,8 +182,7 @@ def _search_tests(
     domains = sorted({d for p in pairs for d in p})
     wide = [d for d in domains if len(available[d]) >= 2]
     blocks_count = min(MAX_LINK_BLOCKS, 1 + min((len(available[d]) for d in wide), default=0), len(wide))
-    one_by_one = _few(pairs) or (block_rounds.failed_everywhere and len(pairs) <= MAX_LINK_BLOCKS * len(domains))
-    if one_by_one or blocks_count < 3:
+    if _one_by_one(pairs, block_rounds) or blocks_count < 3:
         return _pair_tests(pairs, available)
     wide_pairs = {(a, b) for a, b in pairs if a in wide and b in wide}
     blocks = _blocks(wide, wide_pairs, blocks_count, block_rounds.count, digit_blocks)
@@ -193,24 +196,42 @@ def _search_tests(
     ]
 
 
+def _one_by_one(pairs: set[Pair], block_rounds: BlockRounds) -> bool:
+    """Whether the pairs are tested one by one rather than by blocks: when they are few (`_few`), or after a
+    block round that failed everywhere (several faulty links defeat the blocks). Across many domains
+    (`FOCUS_DOMAINS`) the focus changes after such a round, so only a focus of at most two pairs per domain
+    (two node-jobs each, about what a block round costs) goes pair by pair at once, and any focus after a
+    second such round in a row, which keeps the search from cutting blocks that fail everywhere forever."""
+    if _few(pairs):
+        return True
+    if block_rounds.failed_everywhere == 1:
+        domains = {d for p in pairs for d in p}
+        return len(domains) < FOCUS_DOMAINS or len(pairs) <= 2 * len(domains)
+    return block_rounds.failed_everywhere > 1
+
+
 def _few(pairs: set[Pair]) -> bool:
     """Whether the pairs are few enough to be tested one by one: no more pairs than domains they span."""
     return len(pairs) <= len({d for p in pairs for d in p})
 
 
-def _sweep_tests(domains: list[str], focus: set[Pair]) -> list[list[str]]:
+def _sweep_tests(domains: list[str], focus: set[Pair], faulty: set[Pair]) -> list[list[str]]:
     """Two tests of every open pair outside the focus, when the focus is all pairs between two sides X and Y
     (one pair, a star, or what a block round leaves): every domain but Y, and every domain but X. No pair
     of the focus lies in either, so they pass unless another faulty link lies elsewhere, and the round that
     proves the focused link settles the rest too, instead of one more round of re-screening afterwards.
     Otherwise none: a focus inside one block would need a test per domain of the block. The caller runs them
     once the focus is tested pair by pair: run with every block round, they would be needed again after each,
-    and these large tests fail on a transient more often than the small ones."""
+    and these large tests fail on a transient more often than the small ones. Around known faulty links
+    (`faulty`) each of the two is split (`_avoid_faulty_links`); when that costs more than leaving a vertex
+    cover of the focus and the faulty links out at once, the latter is taken."""
     members = sorted({d for p in focus for d in p})
     sides = _sides(members, focus)
     if sides is None or len(focus) != len(sides[0]) * len(sides[1]):
         return []
-    return [[d for d in domains if d not in side] for side in reversed(sides)]
+    halves = [t for side in reversed(sides) for t in _avoid_faulty_links([d for d in domains if d not in side], faulty)]
+    covered = _avoid_faulty_links(domains, faulty | focus)
+    return min((halves, covered), key=lambda tests: sum(len(t) for t in tests))
 
 
 def _late_domains(k: Knowledge, pairs: set[Pair]) -> bool:
