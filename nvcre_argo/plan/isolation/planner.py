@@ -21,7 +21,8 @@ nodes and share the round:
   that passed alone are paired with each other (in pairs not yet seen failing) until a pass clears two of
   them; a node whose peers all turned out faulty is cleared by its pass alone (`knowledge`);
 - link search (`links`): tests of the open domain pairs with the cleared nodes the other parts leave, a
-  re-screen while a failure may still be a node's, then blocks of domains tested pair by pair. From
+  re-screen while a failure may still be a node's, then blocks of domains tested pair by pair (across many
+  domains, only the domains of the pairs the failures point at). From
   `WHOLE_DOMAIN_SCREENING` on, a cross-boundary probe (which takes a whole domain) takes only the nodes the
   link tests leave;
 - cross-boundary probing: a failed group inside one domain, larger than `minGroupSize`, whose members were all
