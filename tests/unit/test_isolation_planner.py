@@ -23,7 +23,19 @@ from nvcre_argo.plan.isolation import (
     plan_isolation_round,
 )
 from nvcre_argo.plan.isolation.knowledge import derive_knowledge
-from nvcre_argo.plan.isolation.links import _avoid_faulty_links, _blocks, _components, _sides, plan_link_groups
+from nvcre_argo.plan.isolation.links import (
+    BlockRounds,
+    _avoid_faulty_links,
+    _blocks,
+    _components,
+    _focus,
+    _link_evidence,
+    _one_by_one,
+    _sides,
+    _sweep_tests,
+    count_block_rounds,
+    plan_link_groups,
+)
 from tests.bench.isolation_sim import FaultOracle, Planner, Scenario, is_exact, run_planner
 
 A = [f"a{i}" for i in range(8)]
@@ -266,8 +278,8 @@ def test_the_link_screen_waits_for_a_late_domain_only_while_other_tests_run() ->
     results = [JobResult(1, g, "failed" if "m00n0" in g.nodes else "passed") for g in screening.groups]
     k = derive_knowledge(candidates, results, min_group_size=2)
     spare = {f"m{d:02d}": [n for n in k.cleared if n.startswith(f"m{d:02d}")] for d in range(40)}
-    assert plan_link_groups(k, spare, set(), 0, can_wait=True) == []  # m00 has no cleared node yet
-    (alone,) = plan_link_groups(k, spare, set(), 0, can_wait=False)
+    assert plan_link_groups(k, spare, set(), BlockRounds(), can_wait=True) == []  # m00 has no cleared node yet
+    (alone,) = plan_link_groups(k, spare, set(), BlockRounds(), can_wait=False)
     assert len(alone.nodes) == 39
 
 
@@ -276,10 +288,10 @@ def test_a_domain_whose_cleared_nodes_are_busy_does_not_hold_the_link_screen_bac
     screening = plan_isolation_round(candidates, [])
     assert isinstance(screening, Round)
     results = [JobResult(1, g, "passed") for g in screening.groups]
-    results.append(JobResult(2, Group(("m00n0", "m01n0"), mnnvl=True, stage="inter-screening"), "failed"))
     k = derive_knowledge(candidates, results, min_group_size=2)
     spare = {f"m{d:02d}": sorted(n for n in k.cleared if n.startswith(f"m{d:02d}")) for d in range(40)}
-    (screen,) = plan_link_groups(k, spare, set(spare["m05"]), 0, can_wait=True)  # m05 lends its nodes elsewhere
+    busy = set(spare["m05"])  # m05 lends its nodes elsewhere this round
+    (screen,) = plan_link_groups(k, spare, busy, BlockRounds(), can_wait=True)
     assert len(screen.nodes) == 39
 
 
@@ -300,26 +312,34 @@ def test_from_sixteen_domains_a_late_domain_joins_the_link_rescreen_of_the_other
     assert verdict.untested == ()
 
 
-def test_across_many_domains_a_failed_rescreen_is_repeated_before_the_block_search() -> None:
-    # The first link screen of cleared nodes (round 3) fails: across many domains that is more often a transient
-    # node than a link fault, so round 4 repeats it, one node per domain, instead of lending five per domain to
-    # a block search. It passes and every pair is verified.
+def test_across_many_domains_a_failed_rescreen_is_confirmed_by_a_round_of_three_blocks() -> None:
+    # The first link screen of cleared nodes (round 3) fails: across many domains that is as often a transient
+    # node as a link fault, so round 4 confirms it with three blocks tested pair by pair (two nodes per domain),
+    # which also narrows a link fault down, rather than lending five nodes per domain to a block search. All
+    # three pass and every pair is verified.
     verdict, rounds, _ = play(many_domains(40), failing_wide_rescreens(1))
     inter = inter_screening(rounds)
-    assert [len(groups) for groups in inter] == [0, 0, 1, 1]
-    assert [len(g.nodes) for g in inter[3]] == [40]
+    assert [len(groups) for groups in inter] == [0, 0, 1, 3]
+    assert sorted(len(g.nodes) for g in inter[3]) == [26, 27, 27]
     assert verdict.faulty == ("m00n0",)
     assert verdict.infrastructure_faults == ()
     assert verdict.untested == ()
 
 
-def test_two_failed_rescreens_across_many_domains_start_the_block_search() -> None:
-    verdict, rounds, _ = play(many_domains(40), failing_wide_rescreens(2))
+def test_across_many_domains_a_link_fault_is_searched_among_the_likeliest_pairs_only() -> None:
+    # 40 domains, one faulty link between two of the three blocks of round 3: only the test of those two blocks
+    # fails. Round 4 cuts only its domains apart (the pairs that failure holds, the rest being verified), not
+    # every domain again, and round 5 proves the link with two direct tests.
+    candidates = many_domains(40)
+    scenario = Scenario(candidates=candidates, link_faults=frozenset({("m01", "m05")}))
+    verdict, rounds, results = play(candidates, FaultOracle(scenario).run)
     inter = inter_screening(rounds)
-    assert [len(groups) for groups in inter[:4]] == [0, 0, 1, 1]
-    assert len(inter[4]) > 1  # blocks: every pair of blocks tested at once
-    assert verdict.faulty == ("m00n0",)
-    assert verdict.infrastructure_faults == ()
+    assert [len(groups) for groups in inter[:3]] == [0, 1, 3]
+    (failed,) = [r.group for r in results if r.round == 3 and r.failed]
+    assert {n[:3] for g in inter[3] for n in g.nodes} == {n[:3] for n in failed.nodes}
+    assert len(rounds) == 5
+    assert [f.domain for f in verdict.infrastructure_faults] == ["m01|m05"]
+    assert verdict.faulty == ()
     assert verdict.untested == ()
 
 
@@ -354,7 +374,7 @@ def test_open_pairs_between_two_sides_are_searched_with_blocks_of_each_side() ->
     sides = [f"a{i}" for i in range(6)], [f"b{i}" for i in range(6)]
     pairs = {(a, b) for a in sides[0] for b in sides[1]}
     assert _sides(sorted(sides[0] + sides[1]), pairs) == sides
-    blocks = _blocks(sorted(sides[0] + sides[1]), pairs, count=6, rotation=0)
+    blocks = _blocks(sorted(sides[0] + sides[1]), pairs, count=6, rotation=0, digit_blocks=6)
     assert blocks == [["a0", "a1"], ["a2", "a3"], ["a4", "a5"], ["b0", "b1"], ["b2", "b3"], ["b4", "b5"]]
     triangle = {("a0", "a1"), ("a1", "a2"), ("a0", "a2")}
     assert _sides(["a0", "a1", "a2"], triangle) is None  # no two sides: the rotating digit layout
@@ -366,7 +386,7 @@ def test_faulty_links_far_apart_are_searched_group_by_group() -> None:
     pairs |= {(c, d) for c in ("c0", "c1", "c2") for d in ("d0", "d1", "d2")}
     domains = sorted({x for p in pairs for x in p} | {"e0"})
     assert _components(domains, pairs) == [["a0", "a1", "a2", "b0", "b1", "b2"], ["c0", "c1", "c2", "d0", "d1", "d2"]]
-    blocks = _blocks(domains, pairs, count=6, rotation=0)
+    blocks = _blocks(domains, pairs, count=6, rotation=0, digit_blocks=6)
     assert len(blocks) == 12
     assert all(len(b) == 1 for b in blocks)
 
@@ -379,6 +399,60 @@ def test_a_link_fault_across_many_domains_is_found_with_each_side_cut_apart() ->
     assert verdict.faulty == ()
     block_rounds = [groups for groups in inter_screening(rounds) if len(groups) > 1]
     assert any(len(groups) == 9 for groups in block_rounds)  # three blocks of each side, one test per pair
+
+
+def test_the_search_focuses_on_the_pairs_most_failures_hold_and_a_known_faulty_link_explains_its_failures() -> None:
+    candidates = tuple(Candidate(f"{d}n{i}", d) for d in ("p", "q", "r", "s") for i in range(2))
+    screens = [JobResult(1, Group((f"{d}n0", f"{d}n1"), mnnvl=True, stage="intra-screening"), "passed") for d in "pqrs"]
+
+    def failed(round_: int, *domains: str) -> JobResult:
+        return JobResult(round_, Group(tuple(f"{d}n0" for d in domains), mnnvl=True, stage="inter-screening"), "failed")
+
+    results = [*screens, failed(2, "p", "q", "r", "s"), failed(3, "p", "q", "r"), failed(3, "r", "s")]
+    k = derive_knowledge(candidates, results, min_group_size=2)
+    evidence = _link_evidence(k, {("p", "q"), ("p", "r"), ("p", "s"), ("q", "r"), ("q", "s"), ("r", "s")})
+    assert _focus(evidence) == {("p", "q"), ("p", "r"), ("q", "r"), ("r", "s")}  # two failures each
+    # Once (r, s) is proven faulty, the failures holding it say nothing about their other pairs.
+    results += [failed(4, "r", "s"), failed(4, "r", "s")]
+    k = derive_knowledge(candidates, results, min_group_size=2)
+    assert set(k.faulty_links) == {("r", "s")}
+    assert _link_evidence(k, {("p", "q"), ("p", "r"), ("q", "r"), ("p", "s"), ("q", "s")}) == {
+        ("p", "q"): 1,
+        ("p", "r"): 1,
+        ("q", "r"): 1,
+    }
+
+
+def test_the_pairs_outside_a_two_sided_focus_are_swept_by_two_tests_and_a_focus_inside_a_block_by_none() -> None:
+    domains = ["a", "b", "c", "d", "e"]
+    square = {("a", "c"), ("a", "d"), ("b", "c"), ("b", "d")}
+    assert _sweep_tests(domains, square, set()) == [["a", "b", "e"], ["c", "d", "e"]]
+    assert _sweep_tests(domains, {("a", "b")}, set()) == [["a", "c", "d", "e"], ["b", "c", "d", "e"]]
+    assert _sweep_tests(domains, {("a", "b"), ("a", "c"), ("b", "c")}, set()) == []  # a triangle: no two sides
+    assert _sweep_tests(domains, {("a", "c"), ("b", "d")}, set()) == []  # (a, d) lies between the sides, unfocused
+
+
+def test_a_rescreen_split_around_a_faulty_link_is_no_block_round() -> None:
+    def inter(round_: int, nodes: tuple[str, ...], outcome: Outcome) -> JobResult:
+        return JobResult(round_, Group(nodes, mnnvl=True, stage="inter-screening"), outcome)
+
+    blocks = [inter(5, (f"x{i}",), "failed") for i in range(3)]
+    assert count_block_rounds(blocks) == BlockRounds(count=1, failed_everywhere=1)
+    two = [inter(6, ("y0",), "failed"), inter(6, ("y1",), "failed")]
+    assert count_block_rounds([*blocks, *two]) == BlockRounds(count=1, failed_everywhere=1)
+    mixed = [inter(7, ("z0",), "passed"), inter(7, ("z1",), "failed"), inter(7, ("z2",), "failed")]
+    assert count_block_rounds([*blocks, *mixed]) == BlockRounds(count=2, failed_everywhere=0)
+
+
+def test_after_block_rounds_fail_everywhere_pairs_go_one_by_one_only_when_cheap_or_a_second_time() -> None:
+    many = {(f"d{a:02d}", f"d{b:02d}") for a in range(40) for b in range(a + 1, 40)}
+    few = {(f"d{a:02d}", f"d{b:02d}") for a in range(40) for b in (a + 1, a + 2) if b < 40}
+    small = {(f"s{a}", f"s{b}") for a in range(6) for b in range(a + 1, 6)}
+    assert not _one_by_one(many, BlockRounds(count=1, failed_everywhere=0))
+    assert not _one_by_one(many, BlockRounds(count=1, failed_everywhere=1))  # 780 pairs: a block round is cheaper
+    assert _one_by_one(few, BlockRounds(count=1, failed_everywhere=1))  # two pairs per domain
+    assert _one_by_one(small, BlockRounds(count=1, failed_everywhere=1))  # few domains: as before
+    assert _one_by_one(many, BlockRounds(count=2, failed_everywhere=2))  # never block after block failing
 
 
 def test_across_many_domains_a_probe_takes_what_the_link_screen_leaves() -> None:

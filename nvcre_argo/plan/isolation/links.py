@@ -7,12 +7,19 @@ are cut into k blocks and every pair of blocks is tested at once (each domain le
 open pairs shrink by about k^2 per round instead of halving, and the last few pairs are tested one by one.
 When the open pairs lie between two sides (as after a block round: only the failed union of two blocks stays
 open), each side is cut into blocks instead, so no open pair lies inside a block and a faulty link fails one
-test rather than every test with its block. Across many domains (`RESCREEN_DOMAINS`) the block search waits
-for two failures of cleared nodes spanning every open pair, so a lone failed re-screen is repeated first:
-there it meets a transient node more often than a link fault, and a re-screen costs one node per domain where
-a block round costs k-1 (from `LARGE_RESCREEN_DOMAINS` on, three failures). From `BATCH_DOMAINS` on, the link
-tests also wait while a domain has no cleared node to lend yet and other tests run anyway, so the late domains
-join one batch instead of each costing another screen of every domain.
+test rather than every test with its block. From `BATCH_DOMAINS` on, the link tests also wait while a domain
+has no cleared node to lend yet and other tests run anyway, so the late domains join one batch instead of each
+costing another screen of every domain.
+
+Across many domains (`FOCUS_DOMAINS`) node-jobs are spent where the failures point. A failed re-screen there
+meets a transient node about as often as a link fault, so the first block round has only three blocks (two
+nodes per domain), which confirms the failure and narrows it down at once, and so do the later ones (node-jobs
+count more than the round or two that more blocks would save there); from `LARGE_RESCREEN_DOMAINS` on,
+where transients in a row are common, the re-screen is repeated instead until it failed three times. Every
+later round searches only the open pairs most failures hold (`_focus`): after a failed block round those lie
+inside one block or between two, and cutting every domain of an open pair apart again would cost k-1 nodes of
+each. The other open pairs are tested by two large tests (`_sweep_tests`) beside the last pair tests, or by
+one re-screen once the found link explains their failures.
 
 Known faulty links are kept out of every test. A test of a single pair also runs a second time at once on
 nodes left over, while the pair still needs both failures that make a link fault, so the round that reaches a
@@ -23,38 +30,60 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from nvcre_argo.plan.isolation.knowledge import LINK_ISOLATIONS, Knowledge, Pair, domain_pairs
 from nvcre_argo.plan.isolation.model import Group, JobResult
 
 MAX_LINK_BLOCKS = 6
 """Blocks per link-search round: k blocks cost k-1 nodes per domain and (k-1) x domains node-jobs."""
+FEW_BLOCKS = 3
+"""Blocks of a block round across many domains, short of `LARGE_RESCREEN_DOMAINS` (`_digit_blocks_cap`): 3 blocks
+cost 2 nodes per domain, where 6 cost 5 for a search that ends only a round or two sooner."""
 BIPARTITE_BLOCKS = 3
 """Blocks per side when the open pairs lie between two sides: 3 x 3 tests leave a ninth of them open for three
 nodes per domain."""
 BATCH_DOMAINS = 16
 """From this many domains on, link tests wait for late domains (`_late_domains`) while other tests run anyway."""
-RESCREEN_DOMAINS = 32
-"""From this many domains on, a failed re-screen of cleared nodes is repeated before the block search."""
-RESCREEN_FAILURES = 2
-"""Failures of a re-screen of all open pairs (cleared nodes only) that start the block search."""
+FOCUS_DOMAINS = 32
+"""From this many domains on, the search narrows down the likeliest pairs first (`_focus`); below, every open
+pair is searched at once, which costs little and settles several faulty links together."""
+BLOCK_ROUND_TESTS = 3
+"""Inter-screening groups in one round that make it a block round (`BlockRounds`): three blocks tested
+pair by pair are the fewest."""
 LARGE_RESCREEN_DOMAINS = 128
-"""From this many domains on, a re-screen is so large that two transients in a row are common: one failure more
-starts the block search (whose rounds cost several re-screens each)."""
+"""From this many domains on, a re-screen is so large that two transients in a row are common: it is repeated
+until `LARGE_RESCREEN_FAILURES` failures hold the likeliest pairs (a block round costs several re-screens)."""
+LARGE_RESCREEN_FAILURES = 3
 
 
-def count_block_rounds(results: Sequence[JobResult]) -> int | None:
-    """How many rounds searched links block by block (several inter-screening groups): the block layout
-    rotates with it, independently of how many other rounds came in between. None when the last such round
-    failed in every group: several faulty links defeat the blocks, and pairs are then tested one by one."""
+@dataclass(frozen=True)
+class BlockRounds:
+    """The link search's block rounds so far (rounds with at least `BLOCK_ROUND_TESTS` inter-screening groups).
+
+    `count` rotates the block layout, independently of how many other rounds came in between. When the last
+    ones failed in every group (`failed_everywhere` of them in a row), several faulty links defeat the
+    blocks, and pairs are tested one by one (`_one_by_one`). A re-screen split around a known faulty link
+    (two groups) is no block round: both fail when a second faulty link lies elsewhere, which says nothing
+    about the blocks."""
+
+    count: int = 0
+    failed_everywhere: int = 0
+
+
+def count_block_rounds(results: Sequence[JobResult]) -> BlockRounds:
+    """The block rounds among `results` (`BlockRounds`)."""
     per_round: defaultdict[int, list[bool]] = defaultdict(list)
     for r in results:
         if r.group.stage == "inter-screening":
             per_round[r.round].append(r.failed)
-    block_rounds = sorted(n for n, outcomes in per_round.items() if len(outcomes) > 1)
-    if block_rounds and all(per_round[block_rounds[-1]]):
-        return None
-    return len(block_rounds)
+    block_rounds = sorted(n for n, outcomes in per_round.items() if len(outcomes) >= BLOCK_ROUND_TESTS)
+    streak = 0
+    for n in reversed(block_rounds):
+        if not all(per_round[n]):
+            break
+        streak += 1
+    return BlockRounds(count=len(block_rounds), failed_everywhere=streak)
 
 
 def _open_pairs(k: Knowledge) -> set[Pair]:
@@ -64,16 +93,17 @@ def _open_pairs(k: Knowledge) -> set[Pair]:
 
 
 def plan_link_groups(
-    k: Knowledge, spare: dict[str, list[str]], used: set[str], link_rounds: int | None, *, can_wait: bool
+    k: Knowledge, spare: dict[str, list[str]], used: set[str], block_rounds: BlockRounds, *, can_wait: bool
 ) -> list[Group]:
     """Tests of the open domain pairs with cleared nodes.
 
-    While no failed group is down to cleared nodes (its failure may be a node's), one re-screen of every
-    domain involved settles all pairs at the cost of one node per domain. Once one is (a link fault is the
-    only explanation left), the domains are cut into k blocks and every pair of blocks is tested in the same
-    round, or each pair on its own once the open pairs are few or the last block round failed everywhere
-    (several faulty links). Known faulty pairs are kept out of every test: they would fail it regardless.
-    The tests wait while a domain is late (`_late_domains`) and other tests run this round anyway (`can_wait`).
+    While no failed group of cleared nodes holds an open pair (a failure may still be a node's), one
+    re-screen of every domain involved settles all pairs at the cost of one node per domain. Once one does
+    (a link fault is the only explanation left), the search narrows down the likeliest pairs (`_focus`):
+    their domains are cut into blocks and every pair of blocks is tested in the same round, or each pair on
+    its own once they are few, alongside two tests of every other open pair (`_sweep_tests`). Known faulty
+    pairs are kept out of every test: they would fail it regardless. The tests wait while a domain is late
+    (`_late_domains`) and other tests run this round anyway (`can_wait`).
     """
     pairs = _open_pairs(k)
     available = {d: [n for n in nodes if n not in used] for d, nodes in spare.items()}
@@ -83,27 +113,15 @@ def plan_link_groups(
     if not pairs:
         return []
     domains = sorted({d for p in pairs for d in p})
-    link_evident = any(not job.unknown and set(job.unverified) & pairs for job in k.failed)
-    wide = [d for d in domains if len(available[d]) >= 2]
-    blocks_count = min(MAX_LINK_BLOCKS, 1 + min((len(available[d]) for d in wide), default=0), len(wide))
-    if not link_evident or _unconfirmed(k, pairs, domains):
-        tests = [domains]
-    elif link_rounds is None or len(pairs) <= len(domains) or blocks_count < 3:
-        tests = _pair_tests(pairs, available)
+    evidence = _link_evidence(k, pairs)
+    if not evidence or _unconfirmed(evidence, domains):
+        tests = _with_repeats([domains], _direct_failures(k))
     else:
-        wide_pairs = {(a, b) for a, b in pairs if a in wide and b in wide}
-        blocks = _blocks(wide, wide_pairs, blocks_count, link_rounds)
-        tests = (
-            _pair_tests(pairs, available)
-            if not blocks
-            else [
-                sorted(blocks[i] + blocks[j])
-                for i in range(len(blocks))
-                for j in range(i + 1, len(blocks))
-                if any(a in blocks[i] + blocks[j] and b in blocks[i] + blocks[j] for a, b in wide_pairs)
-            ]
-        )
-    tests = _with_repeats(tests, _direct_failures(k))
+        focus = _focus(evidence) if len(domains) >= FOCUS_DOMAINS else pairs
+        search = _search_tests(focus, available, block_rounds, _digit_blocks_cap(domains, block_rounds))
+        tests = _with_repeats(search, _direct_failures(k))
+        if pairs - focus and _few(focus):
+            tests += _sweep_tests(domains, focus, set(k.faulty_links))
     lent: defaultdict[str, int] = defaultdict(int)
     groups: list[Group] = []
     for members in (t for test in tests for t in _avoid_faulty_links(test, set(k.faulty_links))):
@@ -115,6 +133,105 @@ def plan_link_groups(
             lent[domain] += 1
         groups.append(Group(nodes=tuple(sorted(nodes)), mnnvl=True, stage="inter-screening"))
     return groups
+
+
+def _link_evidence(k: Knowledge, pairs: set[Pair]) -> Counter[Pair]:
+    """For each open pair, how many failed tests of cleared nodes hold it that no known faulty link explains.
+
+    Under one faulty link, the likeliest culprit is the open pair held by the most such failures: every test
+    holding the faulty link failed, while a transient fails one test only. A failure holding a known faulty
+    link is explained by it and says nothing about the other pairs it spans."""
+    counts: Counter[Pair] = Counter()
+    for job in k.failed:
+        if job.unknown or any(p in k.faulty_links for p in job.unverified):
+            continue
+        counts.update(p for p in job.unverified if p in pairs)
+    return counts
+
+
+def _focus(evidence: Counter[Pair]) -> set[Pair]:
+    """The open pairs with the most evidence (`_link_evidence`): the block search narrows these down first.
+
+    Searching all open pairs instead would cut every domain into blocks again after a failed block round,
+    although the failed tests already point at one block or one pair of blocks. The other open pairs are
+    tested once the focus is settled, by a re-screen that leaves the found faulty link out."""
+    most = max(evidence.values())
+    return {p for p, count in evidence.items() if count == most}
+
+
+def _digit_blocks_cap(domains: list[str], block_rounds: BlockRounds) -> int:
+    """How many blocks a block round may cut the focus into where no two sides stand out.
+
+    Across many domains (from `FOCUS_DOMAINS` to `LARGE_RESCREEN_DOMAINS`) the first block round follows a
+    single failed re-screen, which is as likely a transient's as a link's, and every later one searches only
+    the focus: `FEW_BLOCKS` blocks, which confirm a failure for two nodes per domain while narrowing it down by
+    a third, where a second re-screen would only confirm it and six blocks would cost five nodes per domain.
+    After a block round that failed everywhere (several faulty links) more blocks keep some tests free of
+    them. From `LARGE_RESCREEN_DOMAINS` on, rounds count more: a failure is confirmed by re-screens and each
+    block round narrows by as much as `MAX_LINK_BLOCKS` allows."""
+    few = FOCUS_DOMAINS <= len(domains) < LARGE_RESCREEN_DOMAINS and not block_rounds.failed_everywhere
+    return FEW_BLOCKS if few else MAX_LINK_BLOCKS
+
+
+def _search_tests(
+    pairs: set[Pair], available: dict[str, list[str]], block_rounds: BlockRounds, digit_blocks: int
+) -> list[list[str]]:
+    """Tests that narrow down the faulty link among `pairs`: blocks of domains (at most `digit_blocks` where
+    no two sides stand out) tested pair by pair, or each pair on its own once the pairs are few or the last
+    block round failed everywhere (several faulty links)."""
+    domains = sorted({d for p in pairs for d in p})
+    wide = [d for d in domains if len(available[d]) >= 2]
+    blocks_count = min(MAX_LINK_BLOCKS, 1 + min((len(available[d]) for d in wide), default=0), len(wide))
+    if _one_by_one(pairs, block_rounds) or blocks_count < 3:
+        return _pair_tests(pairs, available)
+    wide_pairs = {(a, b) for a, b in pairs if a in wide and b in wide}
+    blocks = _blocks(wide, wide_pairs, blocks_count, block_rounds.count, digit_blocks)
+    if not blocks:
+        return _pair_tests(pairs, available)
+    return [
+        sorted(blocks[i] + blocks[j])
+        for i in range(len(blocks))
+        for j in range(i + 1, len(blocks))
+        if any(a in blocks[i] + blocks[j] and b in blocks[i] + blocks[j] for a, b in wide_pairs)
+    ]
+
+
+def _one_by_one(pairs: set[Pair], block_rounds: BlockRounds) -> bool:
+    """Whether the pairs are tested one by one rather than by blocks: when they are few (`_few`), or after a
+    block round that failed everywhere (several faulty links defeat the blocks). Across many domains
+    (`FOCUS_DOMAINS`) the focus changes after such a round, so only a focus of at most two pairs per domain
+    (two node-jobs each, about what a block round costs) goes pair by pair at once, and any focus after a
+    second such round in a row, which keeps the search from cutting blocks that fail everywhere forever."""
+    if _few(pairs):
+        return True
+    if block_rounds.failed_everywhere == 1:
+        domains = {d for p in pairs for d in p}
+        return len(domains) < FOCUS_DOMAINS or len(pairs) <= 2 * len(domains)
+    return block_rounds.failed_everywhere > 1
+
+
+def _few(pairs: set[Pair]) -> bool:
+    """Whether the pairs are few enough to be tested one by one: no more pairs than domains they span."""
+    return len(pairs) <= len({d for p in pairs for d in p})
+
+
+def _sweep_tests(domains: list[str], focus: set[Pair], faulty: set[Pair]) -> list[list[str]]:
+    """Two tests of every open pair outside the focus, when the focus is all pairs between two sides X and Y
+    (one pair, a star, or what a block round leaves): every domain but Y, and every domain but X. No pair
+    of the focus lies in either, so they pass unless another faulty link lies elsewhere, and the round that
+    proves the focused link settles the rest too, instead of one more round of re-screening afterwards.
+    Otherwise none: a focus inside one block would need a test per domain of the block. The caller runs them
+    once the focus is tested pair by pair: run with every block round, they would be needed again after each,
+    and these large tests fail on a transient more often than the small ones. Around known faulty links
+    (`faulty`) each of the two is split (`_avoid_faulty_links`); when that costs more than leaving a vertex
+    cover of the focus and the faulty links out at once, the latter is taken."""
+    members = sorted({d for p in focus for d in p})
+    sides = _sides(members, focus)
+    if sides is None or len(focus) != len(sides[0]) * len(sides[1]):
+        return []
+    halves = [t for side in reversed(sides) for t in _avoid_faulty_links([d for d in domains if d not in side], faulty)]
+    covered = _avoid_faulty_links(domains, faulty | focus)
+    return min((halves, covered), key=lambda tests: sum(len(t) for t in tests))
 
 
 def _late_domains(k: Knowledge, pairs: set[Pair]) -> bool:
@@ -149,18 +266,17 @@ def _with_repeats(tests: list[list[str]], direct: Counter[Pair]) -> list[list[st
     return tests + copies
 
 
-def _unconfirmed(k: Knowledge, pairs: set[Pair], domains: list[str]) -> bool:
-    """Whether a failure of many domains' cleared nodes is tested once more, whole, before the block search.
+def _unconfirmed(evidence: Counter[Pair], domains: list[str]) -> bool:
+    """Whether the open pairs are re-screened, whole, once more before the block search.
 
-    Across many domains a group of cleared nodes meets a node's one transient failure more often than a link
-    fault; the block search costs k-1 nodes per domain, a re-screen one. Two failures of groups of cleared
-    nodes spanning every open pair make the link search worth its cost (the representatives' group counts
-    once its members are cleared, so a re-screen is only repeated when a faulty node explained that one).
+    From `LARGE_RESCREEN_DOMAINS` domains on, a re-screen meets a node's one transient failure so often that
+    two in a row are common, and every block round costs several re-screens: the search waits for
+    `LARGE_RESCREEN_FAILURES` failures of cleared nodes holding the likeliest pairs (`_link_evidence`). This
+    also holds after a faulty link is found: the other open pairs then only have failures of single tests,
+    transients, against them, and one re-screen settles them. Fewer domains go to a confirming block round
+    (`_digit_blocks_cap`) at once.
     """
-    if len(domains) < RESCREEN_DOMAINS:
-        return False
-    needed = RESCREEN_FAILURES + (len(domains) >= LARGE_RESCREEN_DOMAINS)
-    return sum(1 for job in k.failed if not job.unknown and pairs <= set(job.unverified)) < needed
+    return len(domains) >= LARGE_RESCREEN_DOMAINS and max(evidence.values()) < LARGE_RESCREEN_FAILURES
 
 
 def _pair_tests(pairs: set[Pair], available: dict[str, list[str]]) -> list[list[str]]:
@@ -206,9 +322,10 @@ def _avoid_faulty_links(members: list[str], faulty: set[Pair]) -> list[list[str]
     return [t for t in tests if not any(set(t) < set(other) for other in tests)]
 
 
-def _blocks(domains: list[str], pairs: set[Pair], count: int, rotation: int) -> list[list[str]]:
+def _blocks(domains: list[str], pairs: set[Pair], count: int, rotation: int, digit_blocks: int) -> list[list[str]]:
     """The blocks of a link-search round, per connected group of open pairs: each side cut apart where the open
-    pairs lie between two sides (`_bipartite_blocks`), the rest together by a rotating digit (`_digit_blocks`).
+    pairs lie between two sides (`_bipartite_blocks`), the rest together by a rotating digit (`_digit_blocks`,
+    at most `digit_blocks` blocks).
     Tests pair blocks with an open pair between them, so blocks of different groups are never tested together."""
     blocks: list[list[str]] = []
     rest: list[str] = []
@@ -219,7 +336,8 @@ def _blocks(domains: list[str], pairs: set[Pair], count: int, rotation: int) -> 
         else:
             blocks.extend(_bipartite_blocks(sides, min(BIPARTITE_BLOCKS, count - 1)))
     if rest:
-        blocks.extend(_digit_blocks(sorted(rest), {p for p in pairs if p[0] in rest}, count, rotation))
+        rest_pairs = {p for p in pairs if p[0] in rest}
+        blocks.extend(_digit_blocks(sorted(rest), rest_pairs, min(count, digit_blocks), rotation))
     return blocks
 
 

@@ -21,7 +21,8 @@ nodes and share the round:
   that passed alone are paired with each other (in pairs not yet seen failing) until a pass clears two of
   them; a node whose peers all turned out faulty is cleared by its pass alone (`knowledge`);
 - link search (`links`): tests of the open domain pairs with the cleared nodes the other parts leave, a
-  re-screen while a failure may still be a node's, then blocks of domains tested pair by pair. From
+  re-screen while a failure may still be a node's, then blocks of domains tested pair by pair (across many
+  domains, only the domains of the pairs the failures point at). From
   `WHOLE_DOMAIN_SCREENING` on, a cross-boundary probe (which takes a whole domain) takes only the nodes the
   link tests leave;
 - cross-boundary probing: a failed group inside one domain, larger than `minGroupSize`, whose members were all
@@ -40,7 +41,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from nvcre_argo.plan.isolation.knowledge import Knowledge, derive_knowledge
-from nvcre_argo.plan.isolation.links import BATCH_DOMAINS, count_block_rounds, plan_link_groups
+from nvcre_argo.plan.isolation.links import BATCH_DOMAINS, BlockRounds, count_block_rounds, plan_link_groups
 from nvcre_argo.plan.isolation.model import (
     DEFAULT_SETTINGS,
     Candidate,
@@ -105,7 +106,7 @@ def _screening_groups(candidates: Sequence[Candidate], min_group_size: int) -> t
 
 
 def _follow_up_groups(
-    candidates: Sequence[Candidate], k: Knowledge, min_group_size: int, link_rounds: int | None
+    candidates: Sequence[Candidate], k: Knowledge, min_group_size: int, block_rounds: BlockRounds
 ) -> tuple[Group, ...]:
     used: set[str] = set()
     groups: list[Group] = []
@@ -167,7 +168,7 @@ def _follow_up_groups(
     # Across many domains a link test needs one node of nearly every domain; a probe (a whole failed screening
     # group again) would hold its domain back from it, so probes there take what the link tests leave.
     can_wait = len(domains) >= BATCH_DOMAINS and bool(groups or probes)
-    for group in plan_link_groups(k, spare, used, link_rounds, can_wait=can_wait):
+    for group in plan_link_groups(k, spare, used, block_rounds, can_wait=can_wait):
         take(group.nodes, group.stage)
     if many:
         take_probes()
