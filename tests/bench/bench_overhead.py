@@ -28,6 +28,12 @@ and Argo's step pods (cleanup deletes the first, pod GC the others), which split
 pod start-up, step start-up, TrainJob start-up, the workload, completion, "seen late" (the step's 10 s
 polling) and Argo's notice of the pod's end (`tests/bench/overhead.py` says which timestamps bound each).
 
+The orchestration's footprint (issue 15, item 3; `tests/bench/footprint.py`): the step pods of both Workflows
+(how many, how many at once at the peak, and the peak of their summed CPU and memory requests, init and wait
+containers included), and the API requests of the namespace's service accounts (the step pods and, when it
+runs there, the watcher) over the certification Workflow's wall time, counted in the API server's audit log,
+which the benchmark's cluster writes for service accounts only.
+
 Measured on 2 shared cores, 16 GPU nodes, `--duration 60` (the five runs took 15 minutes after a 29 s cluster
 start): the category Workflow took 54-90 s more than its ideal (ratio 75-107 %), the certification Workflow
 another 33-36 s (creating the category Workflow, its 5 s polling of it, the verdict step). Of a category's
@@ -74,7 +80,7 @@ from kubernetes.client.exceptions import ApiException
 
 from nvcre_argo.names import LABEL_GROUP, LABEL_ROLE, ROLE_CATEGORY
 from nvcre_argo.plan.grouping import OVERFLOW_SUFFIX
-from tests.bench import overhead
+from tests.bench import footprint, overhead
 from tests.harness.namespaces import namespace_for_test
 from tests.harness.versions import REPO_ROOT
 from tests.sim import scenario
@@ -198,6 +204,9 @@ class RunRecord:
     certification_wall: float | None = None
     breakdown: dict[str, Any] = field(default_factory=dict)
     phases: dict[str, Any] = field(default_factory=dict)
+    footprint: dict[str, Any] = field(default_factory=dict)
+    api_requests: dict[str, int] = field(default_factory=dict)  # per service account, over the certification
+    api_requests_per_minute: float | None = None
     trainjobs_seen: int = 0
     sampler_errors: int = 0
     seconds: float = 0.0
@@ -232,7 +241,8 @@ def _execute(sim: SimCluster, api: k8s.ApiClient, spec: RunSpec, namespace: str,
         record.phase = scenario.wait_workflow_done(api, namespace, parent, timeout_s=run_timeout_s(size=record.size))
     sampler.sample()  # what the last interval may have missed (cleanup may already have deleted some)
     record.sampler_errors = sampler.errors
-    record.certification_wall = overhead.seconds_between(*_bounds(scenario.get_workflow(api, namespace, parent)))
+    parent_workflow = scenario.get_workflow(api, namespace, parent)
+    record.certification_wall = overhead.seconds_between(*_bounds(parent_workflow))
     children = scenario.workflows(api, namespace, f"{LABEL_ROLE}={ROLE_CATEGORY}")
     if len(children) != 1:
         raise RuntimeError(f"expected one category Workflow, found {len(children)}")
@@ -248,6 +258,30 @@ def _execute(sim: SimCluster, api: k8s.ApiClient, spec: RunSpec, namespace: str,
     workloads = sampler.workloads()
     record.trainjobs_seen = len(workloads)
     record.phases = asdict(overhead.run_phases(overhead.pod_spans(status), workloads, sampler.mains()))
+    _measure_footprint(sim, record, parent=parent_workflow, child=child, sampler=sampler)
+
+
+def _measure_footprint(
+    sim: SimCluster,
+    record: RunRecord,
+    *,
+    parent: Mapping[str, Any] | None,
+    child: Mapping[str, Any],
+    sampler: Sampler,
+) -> None:
+    """The run's step pods at their peak (both Workflows) and its service accounts' API requests over the
+    certification Workflow's wall time, from the API server's audit log."""
+    spans = [*overhead.pod_spans((parent or {}).get("status") or {}), *overhead.pod_spans(child["status"])]
+    record.footprint = asdict(footprint.footprint(spans, footprint.requests_by_node(sampler.step_pods.values())))
+    start, end = _bounds(parent)
+    audit_log = sim.plane.audit_log
+    if audit_log is None or not start or not end:
+        return
+    began, ended = overhead.parse_time(start), overhead.parse_time(end)
+    with audit_log.open(encoding="utf-8") as lines:
+        events = (json.loads(line) for line in lines if record.namespace in line)
+        record.api_requests = footprint.api_requests(events, record.namespace, began, ended)
+    record.api_requests_per_minute = footprint.per_minute(sum(record.api_requests.values()), began, ended)
 
 
 def _bounds(workflow: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
@@ -291,7 +325,7 @@ def run_size(size: int, specs: Sequence[RunSpec], *, duration: float, save: Call
     """Start one cluster of `size` GPU nodes and play every run on it, saving after each."""
     record = SizeRecord(size=size, duration=duration)
     try:
-        with SimCluster(nodes=gpu_nodes(size, per_clique=PER_CLIQUE)) as sim, sim.api_client() as api:
+        with SimCluster(nodes=gpu_nodes(size, per_clique=PER_CLIQUE), audit=True) as sim, sim.api_client() as api:
             record.lock_wait_seconds = sim.timings.get(LOCK_STEP, 0.0)
             record.cluster_start_seconds = sum(sim.timings.values()) - record.lock_wait_seconds
             for spec in specs:
@@ -371,6 +405,26 @@ def report(record: SizeRecord) -> list[str]:
         for run in runs
     ]
     lines += _table(["run", "seen", *(name.replace("_", "-") for name in overhead.PHASES), "pod excess"], phases)
+    lines += [
+        "",
+        "orchestration footprint (step pods of both Workflows; API requests of the namespace's service"
+        " accounts over the certification Workflow):",
+    ]
+    cost = [
+        [
+            run.name,
+            str(run.footprint.get("pods", "")),
+            str(run.footprint.get("peak_pods", "")),
+            _num(run.footprint.get("peak", {}).get("cpu"), 2),
+            _num(run.footprint.get("peak", {}).get("memory_mib")),
+            str(sum(run.api_requests.values())),
+            _num(run.api_requests_per_minute, 1),
+            ", ".join(f"{account} {count}" for account, count in run.api_requests.items()),
+        ]
+        for run in runs
+    ]
+    header = ["run", "step pods", "peak at once", "peak CPU", "peak MiB", "API requests", "per min", "by account"]
+    lines += _table(header, cost)
     failed = [f"{run.name}: {run.error or run.phase}" for run in record.runs if run.error or run.phase != "Succeeded"]
     return [*lines, *(["", "runs that did not succeed:", *failed] if failed else [])]
 

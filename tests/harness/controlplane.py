@@ -199,11 +199,48 @@ def etcd_argv(binary: Path, data_dir: Path, ports: Ports) -> list[str]:
     ]
 
 
+# Who the audit log records, when there is one: every request of a service account outside kube-system (the
+# pods' identity: step pods, watchers), once, when its response is complete; nothing of the controllers
+# (kube-system's service accounts, or their own credentials) or of the tests themselves.
+SERVICE_ACCOUNT_AUDIT_POLICY = """\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+- level: None
+  userGroups: ["system:serviceaccounts:kube-system"]
+- level: Metadata
+  userGroups: ["system:serviceaccounts"]
+- level: None
+"""
+
+
+def audit_argv(workdir: Path) -> list[str]:
+    """kube-apiserver's flags for an audit log of service accounts' requests, ``<workdir>/audit.log`` (JSON
+    lines), written as requests complete."""
+    policy = workdir / "audit-policy.yaml"
+    policy.write_text(SERVICE_ACCOUNT_AUDIT_POLICY, encoding="utf-8")
+    return [
+        f"--audit-policy-file={policy}",
+        f"--audit-log-path={workdir / 'audit.log'}",
+        "--audit-log-format=json",
+        "--audit-log-mode=blocking",
+    ]
+
+
 def apiserver_argv(
-    binary: Path, workdir: Path, pki: PkiFiles, token_file: Path, ports: Ports, *, service_accounts: bool = False
+    binary: Path,
+    workdir: Path,
+    pki: PkiFiles,
+    token_file: Path,
+    ports: Ports,
+    *,
+    service_accounts: bool = False,
+    audit: bool = False,
 ) -> list[str]:
     """kube-apiserver's flags; ``service_accounts`` keeps the ServiceAccount admission plugin on (only when a
-    kube-controller-manager runs to create the ``default`` service accounts)."""
+    kube-controller-manager runs to create the ``default`` service accounts); ``audit`` logs every request
+    of a service account (see :func:`audit_argv`)."""
     return [
         str(binary),
         f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
@@ -223,6 +260,7 @@ def apiserver_argv(
         f"--service-account-key-file={pki.sa_public_key}",
         f"--service-account-signing-key-file={pki.sa_private_key}",
         "--profiling=false",
+        *(audit_argv(workdir) if audit else []),
     ]
 
 
@@ -289,9 +327,11 @@ class ControlPlane:
         keep_workdir: bool = False,
         progress: Progress = stderr_progress,
         service_accounts: bool = False,
+        audit: bool = False,
     ) -> None:
         self._binaries = binaries
         self._service_accounts = service_accounts
+        self._audit = audit
         self._pki: PkiFiles | None = None
         self._given_workdir = workdir
         self._keep_workdir = keep_workdir or workdir is not None
@@ -310,6 +350,11 @@ class ControlPlane:
     @property
     def workdir(self) -> Path:
         return self._require(self._workdir, "workdir")
+
+    @property
+    def audit_log(self) -> Path | None:
+        """The audit log of service accounts' requests (JSON lines), when started with ``audit``."""
+        return self.workdir / "audit.log" if self._audit else None
 
     @property
     def kubeconfig(self) -> Path:
@@ -419,7 +464,13 @@ class ControlPlane:
         apiserver = spawn(
             "kube-apiserver",
             apiserver_argv(
-                binaries.kube_apiserver, workdir, pki, token_file, ports, service_accounts=self._service_accounts
+                binaries.kube_apiserver,
+                workdir,
+                pki,
+                token_file,
+                ports,
+                service_accounts=self._service_accounts,
+                audit=self._audit,
             ),
             workdir / "kube-apiserver.log",
         )

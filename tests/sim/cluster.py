@@ -198,6 +198,7 @@ class SimCluster:
         keep_workdir: bool = False,
         system_node_count: int = 1,
         argo_config: Mapping[str, str] | None = None,
+        audit: bool = False,  # an audit log of service accounts' requests (`plane.audit_log`), for benchmarks
     ) -> None:
         self.gpu_node_count = len(nodes)
         self.nodes = list(nodes) + system_nodes(system_node_count)
@@ -209,7 +210,7 @@ class SimCluster:
         self.pinned = load_versions()
         self.workdir = Path(tempfile.mkdtemp(prefix="nvcre-sim-"))
         self.plane = ControlPlane(
-            self.binaries, self.workdir / "control-plane", progress=progress, service_accounts=True
+            self.binaries, self.workdir / "control-plane", progress=progress, service_accounts=True, audit=audit
         )
         self.components: dict[str, Component] = {}
         self.keep_workdir = keep_workdir
