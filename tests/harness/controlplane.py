@@ -217,7 +217,7 @@ rules:
 
 def audit_argv(workdir: Path) -> list[str]:
     """kube-apiserver's flags for an audit log of service accounts' requests, ``<workdir>/audit.log`` (JSON
-    lines), written as requests complete."""
+    lines), written as requests complete; writes the policy they name into ``workdir``."""
     policy = workdir / "audit-policy.yaml"
     policy.write_text(SERVICE_ACCOUNT_AUDIT_POLICY, encoding="utf-8")
     return [
