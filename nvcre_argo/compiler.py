@@ -53,6 +53,8 @@ class CompileOptions:
     category_deadline_seconds: int | None = None
     # Compile for Argo's `templateReferencing: Strict`: reference the installed templates (render.template_ref).
     template_ref: bool = False
+    # Run each category's groups in one shared runner pod instead of a step pod per group (steps.shared_runner).
+    shared_runner: bool = False
 
 
 @dataclass(frozen=True)
@@ -152,6 +154,7 @@ def compile_certification(
         ttl_seconds=options.ttl_seconds,
         deadline_seconds=options.deadline_seconds,
         category_deadline_seconds=options.category_deadline_seconds,
+        shared_runner=options.shared_runner,
     )
     build = build_template_ref_workflow if options.template_ref else build_certification_workflow
     return CompiledCertification(loaded.source, name, build(target, resolved, arguments))

@@ -34,6 +34,13 @@ TEMPLATE_DIAGNOSE = "diagnose"
 TEMPLATE_ROUNDS = "rounds"
 TEMPLATE_PLAN_ROUND = "plan-round"
 PARAM_ROUND = "round"
+# The same entrypoints with one shared runner (`steps.shared_runner`): a `run-groups` pod runs every group of
+# the fan-out, and each group is a `group` suspend node (no pod) that the runner completes.
+SHARED_RUNNER_SUFFIX = "-shared"
+TEMPLATE_RUN_GROUPS = "run-groups"
+TEMPLATE_GROUP = "group"
+PARAM_GROUP = "group"
+PARAM_GROUPS = "groups"
 
 # The key of the category Workflow's concurrency ConfigMap (`names.concurrency_configmap`) that the run-group
 # template's semaphore reads its limit from: maxConcurrent, written by the plan step.
@@ -51,6 +58,11 @@ CERTIFICATION_TEMPLATE = f"{TEMPLATE_PREFIX}-certification"
 PARAM_CATEGORY_WORKFLOWS = "categories"
 PARAM_CATEGORY_STEPS = "steps"
 PARAM_STEP = "step"
+
+
+def shared_runner_entrypoint(entrypoint: str) -> str:
+    """The entrypoint that runs the same steps with one shared runner: `category-shared`, `diagnose-shared`."""
+    return f"{entrypoint}{SHARED_RUNNER_SUFFIX}"
 
 
 def category_template_name(domain: str, variant: str) -> str:
@@ -95,6 +107,7 @@ ENV_WORKFLOW_NAME = "NVCRE_WORKFLOW_NAME"
 ENV_WORKFLOW_UID = "NVCRE_WORKFLOW_UID"
 ENV_NAMESPACE = "NVCRE_NAMESPACE"
 ENV_GROUP = "NVCRE_GROUP"
+ENV_GROUPS = "NVCRE_GROUPS"
 ENV_ITERATION = "NVCRE_ITERATION"
 ENV_ROUND = "NVCRE_ROUND"
 ENV_STATUSES = "NVCRE_CATEGORY_STATUSES"

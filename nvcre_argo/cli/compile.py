@@ -165,6 +165,12 @@ def _check(files: dict[str, str], directory: Path) -> int:
     help="For Argo's templateReferencing: Strict: reference the installed nvcre-certification WorkflowTemplate "
     "(step image and placement are then those `nvcre-argo install` set).",
 )
+@click.option(
+    "--shared-runner",
+    is_flag=True,
+    help="Run each category's groups in one step pod, however many, instead of a step pod per group; each "
+    "group is still a node of its own in the Argo UI (a suspend node that the runner completes).",
+)
 @step_placement_options
 @lifetime_options
 def compile_command(
@@ -185,6 +191,7 @@ def compile_command(
     deadline: int | None,
     category_deadline: int | None,
     template_ref: bool,
+    shared_runner: bool,
     **placement: Any,
 ) -> None:
     """Compile Certification files into Argo Workflows ('-' reads standard input)."""
@@ -203,6 +210,7 @@ def compile_command(
         deadline_seconds=deadline,
         category_deadline_seconds=category_deadline,
         template_ref=template_ref,
+        shared_runner=shared_runner,
     )
     writes_files = output != "-" and not validate_only and check_dir is None
     if writes_files and Path(output).exists() and not Path(output).is_dir():

@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
@@ -22,7 +23,6 @@ from nvcre_argo.kube.change import wait_for_change
 from nvcre_argo.kube.client import KubeClient
 from nvcre_argo.kube.connect import connect
 from nvcre_argo.plan.model import PlanError
-from nvcre_argo.plan.platform import planned_gpu_values
 from nvcre_argo.steps.category_manifest import CategoryManifestError, select_category_workflow
 from nvcre_argo.steps.children import Parent, follow_child, stop_children, stop_if_parent_stopping
 from nvcre_argo.steps.cleanup import cleanup_step
@@ -31,19 +31,18 @@ from nvcre_argo.steps.context import StepContext, parse_category
 from nvcre_argo.steps.deadline import set_category_deadline
 from nvcre_argo.steps.diagnosing import plan_round_step
 from nvcre_argo.steps.following import RunSettings
-from nvcre_argo.steps.group_summary import (
-    failed_node_count,
-    failure_summary,
-    isolation_job_summary,
-    measurements_text,
-)
+from nvcre_argo.steps.group_step import GroupStepOutcome, run_group_step
 from nvcre_argo.steps.health import health_expression
 from nvcre_argo.steps.measurements import measure_log
 from nvcre_argo.steps.planning import load_plan, plan_step
 from nvcre_argo.steps.recording import read_group_results, record_step
-from nvcre_argo.steps.running import run_group
+from nvcre_argo.steps.shared_runner import run_shared
 from nvcre_argo.steps.verdict import parse_statuses, verdict_from_outputs
 from nvcre_argo.yamlio import load_yaml_mapping
+
+# Each running group's thread holds a connection while it follows its TrainJob, and another for its health
+# watch: enough for the largest fan-out to keep them open instead of reconnecting on every request.
+SHARED_RUNNER_CONNECTIONS = 256
 
 
 def _require(name: str) -> str:
@@ -143,36 +142,54 @@ def run_command(ctx: click.Context) -> None:
     kube = _kube(ctx)
     try:
         plan = load_plan(kube, context)
-        group = plan.group(_require(contract.ENV_GROUP))
+        item = plan.group(_require(contract.ENV_GROUP)).name
     except (LookupError, PlanError) as error:
         click.echo(f"error: {error}", err=True)
         _fail_with(str(error))
-    results = [
-        run_group(
-            kube,
-            context,
-            group=member.name,
-            nodes=member.nodes,
-            gpu=planned_gpu_values(context.category, plan),
-            settings=RunSettings(
-                health_expression=health_expression(context.category.entry), until_changed=wait_for_change
-            ),
-            measure=measure_log,
-            report=click.echo,
-            matched=len(plan.candidates),
-        )
-        for member in (group, *plan.hosted_by(group.name))
-    ]
-    _write_output(contract.MEASUREMENTS_FILE, measurements_text(results))
-    if group.round is not None:
-        # A diagnose job blames nobody: the isolation's verdict (the record step) names the faulty nodes.
-        _write_output(contract.FAILED_NODE_COUNT_FILE, "")
-        if not results[0].succeeded:
-            _fail_with(isolation_job_summary(results[0], round_number=group.round, stage=group.stage or ""))
-        return
-    _write_output(contract.FAILED_NODE_COUNT_FILE, str(failed_node_count(results)))
-    if not all(result.succeeded for result in results):
-        _fail_with(failure_summary(results))
+    outcome = run_group_step(
+        kube, context, plan, item, settings=_run_settings(context), measure=measure_log, report=click.echo
+    )
+    _write_output(contract.MEASUREMENTS_FILE, outcome.measurements)
+    _write_output(contract.FAILED_NODE_COUNT_FILE, outcome.failed_node_count)
+    if not outcome.passed:
+        _fail_with(outcome.summary)
+
+
+@step_group.command("run-groups")
+@click.pass_context
+def run_groups_command(ctx: click.Context) -> None:
+    """Run every group of a fan-out in this one step, each shown by its own `group` node (see
+    `steps.shared_runner`); exit 1 when any of them failed."""
+    context = _context()
+    kube = connect(ctx.obj, connections=SHARED_RUNNER_CONNECTIONS)
+    try:
+        plan = load_plan(kube, context)
+        items = [plan.group(item).name for item in _group_items(_require(contract.ENV_GROUPS))]
+    except (LookupError, PlanError, ValueError) as error:
+        click.echo(f"error: {error}", err=True)
+        _fail_with(str(error))
+    settings = _run_settings(context)
+
+    def run_item(item: str, report: Callable[[str], None]) -> GroupStepOutcome:
+        return run_group_step(kube, context, plan, item, settings=settings, measure=measure_log, report=report)
+
+    click.echo(f"running {len(items)} group(s), each as Argo lets its node run")
+    shared = run_shared(kube, context, items, run_item, report=click.echo)
+    click.echo(shared.summary())
+    if shared.failed:
+        _fail_with(shared.summary())
+
+
+def _group_items(text: str) -> list[str]:
+    """The fan-out's items (the JSON list the plan or plan-round step published)."""
+    items = json.loads(text)
+    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+        raise ValueError(f"{contract.ENV_GROUPS} must be a JSON list of group names, got {text[:200]!r}")
+    return items
+
+
+def _run_settings(context: StepContext) -> RunSettings:
+    return RunSettings(health_expression=health_expression(context.category.entry), until_changed=wait_for_change)
 
 
 @step_group.command("record")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
 DEFAULT_PAGE_SIZE = 500
 
 
@@ -251,6 +252,12 @@ class KubeClient:
         subresource: str | None = None,
     ) -> dict[str, Any]:
         return self.request("PATCH", resource.path(namespace, name, subresource), body=patch, content_type=MERGE_PATCH)
+
+    def json_patch(
+        self, resource: Resource, name: str, operations: Sequence[Mapping[str, Any]], namespace: str | None = None
+    ) -> dict[str, Any]:
+        """An RFC 6902 patch: with a `test` operation first, a change made only if the object is still as read."""
+        return self.request("PATCH", resource.path(namespace, name), body=operations, content_type=JSON_PATCH)
 
     def delete(
         self, resource: Resource, name: str, namespace: str | None = None, *, propagation: str = "Background"

@@ -13,12 +13,18 @@ from nvcre_argo.kube.errors import KubeConfigError
 SERVICE_ACCOUNT_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 
-def connect(kubeconfig: str | None = None, *, context: str | None = None) -> KubeClient:
+def connect(kubeconfig: str | None = None, *, context: str | None = None, connections: int | None = None) -> KubeClient:
     """A client from a kubeconfig file, or the in-cluster service account when none is given and one exists.
+
+    `connections`: how many connections to the API server it keeps open at most, for a process whose threads
+    talk to it at once (the shared runner follows every running group in a thread of its own); by default the
+    library's few.
 
     Raises KubeConfigError, with one line a person can act on, when there is no usable configuration.
     """
     configuration = k8s_client.Configuration()
+    if connections is not None:
+        configuration.connection_pool_maxsize = connections
     if kubeconfig is None:
         try:
             k8s_config.load_incluster_config(client_configuration=configuration)

@@ -7,6 +7,14 @@ Communication entries also have a `diagnose` entrypoint (`testScale: diagnose`, 
 
     plan ──▶ rounds(1) ──▶ record,   rounds(n) = plan-round ──▶ run-group x N ──▶ rounds(n+1) until done
 
+Each has a twin with one shared runner (`category-shared`, `diagnose-shared`; `nvcre-compile --shared-runner`),
+whose orchestration footprint does not grow with the number of groups:
+
+    plan ──▶ [ run-groups  +  group x N (suspend nodes, no pod) ] ──▶ record
+
+where the one `run-groups` pod runs each group when Argo's semaphore lets its `group` node run, and completes
+that node with the group's outcome (`steps.shared_runner`).
+
 Every step is `nvcre-argo step <name>` in the package's own image, as a non-root user, reading the resolved
 category from the `category` parameter (JSON) through its environment, never through shell text. Group
 concurrency (`maxConcurrent`) is a semaphore on the run-group template whose limit the plan step writes into a
@@ -20,9 +28,10 @@ Workflows that reference these templates instead.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from hera.workflows import Container, Parameter, Step, Steps, WorkflowTemplate
+from hera.workflows import Container, Parallel, Parameter, Step, Steps, Suspend, WorkflowTemplate
 from hera.workflows import models as m
 
 from nvcre_argo import __version__, contract
@@ -39,6 +48,11 @@ from nvcre_argo.names import (
 LABEL_VERSION = "nvcre.nvidia.com/version"
 STEP_RESOURCES = m.ResourceRequirements(
     requests={"cpu": "100m", "memory": "128Mi"}, limits={"cpu": "1", "memory": "512Mi"}
+)
+
+# The shared runner follows up to every group of a category at once, each in a thread with its health watch.
+SHARED_RUNNER_RESOURCES = m.ResourceRequirements(
+    requests={"cpu": "500m", "memory": "512Mi"}, limits={"cpu": "2", "memory": "2Gi"}
 )
 
 
@@ -69,13 +83,15 @@ def container_security() -> m.SecurityContext:
     )
 
 
-def _step(name: str, image: str, args: list[str], **kwargs: Any) -> Container:
+def _step(
+    name: str, image: str, args: list[str], resources_override: m.ResourceRequirements | None = None, **kwargs: Any
+) -> Container:
     return Container(
         name=name,
         image=image,
         command=["nvcre-argo", "step"],
         args=args,
-        resources=STEP_RESOURCES,
+        resources=resources_override or STEP_RESOURCES,
         security_context=container_security(),
         volume_mounts=[m.VolumeMount(name="scratch", mount_path=contract.OUTPUT_DIR)],
         **kwargs,
@@ -106,13 +122,39 @@ def group_semaphore() -> m.Synchronization:
     return m.Synchronization(semaphores=[m.SemaphoreRef(config_map_key_ref=reference)])
 
 
-def _diagnose_templates(step_image: str, retry_on_error: m.RetryStrategy, run_group: Container) -> None:
-    """The isolation round loop: `plan-round` -> its groups -> `rounds` again, until plan-round says done.
+@dataclass(frozen=True)
+class GroupTemplates:
+    """The templates a fan-out of groups calls: `run_group`, a step pod per group; or, with one shared runner
+    (`steps.shared_runner`), `run_groups`, one pod for them all, beside a `group` suspend node per group."""
 
-    Argo recursion, so every round is a nested node in the UI (the groups are named `r<round>-g<i>`); the
-    depth is bounded by the planner's round limit, after which plan-round always says done."""
+    run_group: Container
+    run_groups: Container
+    group: Suspend
+
+
+def _fan_out(templates: GroupTemplates, items: str, *, shared: bool, when: str | None = None) -> None:
+    """The groups of `items` (a `withParam` expression), inside the current Steps: each is a node named
+    `group(<i>:<name>)`. A failed group never stops the steps after it (the record step blames its nodes, a
+    diagnose round learns from it), so every call continues on failure and error."""
+    keep_going = m.ContinueOn(failed=True, error=True)
+    group = [Parameter(name=contract.PARAM_GROUP, value="{{item}}")]
+    if not shared:
+        templates.run_group(name="group", with_param=items, arguments=group, when=when, continue_on=keep_going)
+        return
+    with Parallel():
+        templates.run_groups(
+            name=contract.TEMPLATE_RUN_GROUPS,
+            arguments=[Parameter(name=contract.PARAM_GROUPS, value=items)],
+            when=when,
+            continue_on=keep_going,
+        )
+        templates.group(name="group", with_param=items, arguments=group, when=when, continue_on=keep_going)
+
+
+def _plan_round(step_image: str, retry_on_error: m.RetryStrategy) -> Container:
+    """The step that plans the next isolation round, or finds that none is left (`done`)."""
     round_input = f"{{{{inputs.parameters.{contract.PARAM_ROUND}}}}}"
-    plan_round = _step(
+    return _step(
         contract.TEMPLATE_PLAN_ROUND,
         step_image,
         ["plan-round"],
@@ -126,26 +168,68 @@ def _diagnose_templates(step_image: str, retry_on_error: m.RetryStrategy, run_gr
             Parameter(name=contract.OUTPUT_PROGRESS, value_from=m.ValueFrom(path=contract.PROGRESS_FILE, default="")),
         ],
     )
+
+
+def _rounds(templates: GroupTemplates, *, shared: bool) -> str:
+    """The isolation round loop: `plan-round` -> its groups -> `rounds` again, until plan-round says done.
+
+    Argo recursion, so every round is a nested node in the UI (the groups are named `r<round>-g<i>`); the
+    depth is bounded by the planner's round limit, after which plan-round always says done. `shared`: the
+    loop of the shared-runner entrypoint (`rounds-shared`, recursing into itself). Returns its name."""
+    round_input = f"{{{{inputs.parameters.{contract.PARAM_ROUND}}}}}"
+    rounds = contract.shared_runner_entrypoint(contract.TEMPLATE_ROUNDS) if shared else contract.TEMPLATE_ROUNDS
     decided = f"steps.{contract.TEMPLATE_PLAN_ROUND}.outputs.parameters"
     go_on = f"{{{{{decided}.{contract.OUTPUT_DONE}}}}} == false"
-    with Steps(name=contract.TEMPLATE_ROUNDS, inputs=[Parameter(name=contract.PARAM_ROUND)]):
-        plan_round(
-            name=contract.TEMPLATE_PLAN_ROUND, arguments=[Parameter(name=contract.PARAM_ROUND, value=round_input)]
+    with Steps(name=rounds, inputs=[Parameter(name=contract.PARAM_ROUND)]):
+        Step(
+            name=contract.TEMPLATE_PLAN_ROUND,
+            template=contract.TEMPLATE_PLAN_ROUND,
+            arguments=[Parameter(name=contract.PARAM_ROUND, value=round_input)],
         )
-        run_group(
-            name="group",
-            with_param=f"{{{{{decided}.{contract.OUTPUT_GROUPS}}}}}",
-            arguments=[Parameter(name="group", value="{{item}}")],
-            when=go_on,
-            # A failed group is what isolation learns from, never the end of the loop.
-            continue_on=m.ContinueOn(failed=True, error=True),
-        )
+        _fan_out(templates, f"{{{{{decided}.{contract.OUTPUT_GROUPS}}}}}", shared=shared, when=go_on)
         Step(
             name="next-round",
-            template=contract.TEMPLATE_ROUNDS,
+            template=rounds,
             arguments=[Parameter(name=contract.PARAM_ROUND, value=f"{{{{{decided}.{contract.OUTPUT_NEXT_ROUND}}}}}")],
             when=go_on,
         )
+    return rounds
+
+
+def _entrypoint(name: str, *, shared: bool) -> str:
+    return contract.shared_runner_entrypoint(name) if shared else name
+
+
+def _group_outputs(value_from: dict[str, m.ValueFrom]) -> list[Parameter]:
+    """What each group shows in its side panel of the Argo UI: what it measured, how many nodes it failed."""
+    return [Parameter(name=name, value_from=source) for name, source in value_from.items()]
+
+
+def _run_groups(step_image: str, retry_on_error: m.RetryStrategy) -> Container:
+    """The shared runner (`steps.shared_runner`): one pod for every group of a fan-out, however many. It takes no
+    semaphore slot itself (its groups' nodes do), and it is retried like a group's own step: it follows the
+    TrainJobs its runs created. It requests more than a step, as it runs each granted group in a thread."""
+    return _step(
+        contract.TEMPLATE_RUN_GROUPS,
+        step_image,
+        ["run-groups"],
+        retry_strategy=retry_on_error,
+        inputs=[Parameter(name=contract.PARAM_GROUPS)],
+        env=_step_env(m.EnvVar(name=contract.ENV_GROUPS, value=f"{{{{inputs.parameters.{contract.PARAM_GROUPS}}}}}")),
+        resources_override=SHARED_RUNNER_RESOURCES,
+    )
+
+
+def _group_node() -> Suspend:
+    """One group of a shared runner: a suspend node (no pod) under the category's semaphore. Argo grants it a
+    slot, the runner runs the group and completes the node with its phase, message and outputs."""
+    supplied = m.ValueFrom(supplied=m.SuppliedValueFrom())
+    return Suspend(
+        name=contract.TEMPLATE_GROUP,
+        inputs=[Parameter(name=contract.PARAM_GROUP)],
+        outputs=_group_outputs({contract.OUTPUT_MEASUREMENTS: supplied, contract.OUTPUT_FAILED_NODE_COUNT: supplied}),
+        synchronization=group_semaphore(),
+    )
 
 
 def build_category_template(
@@ -215,16 +299,12 @@ def build_category_template(
             inputs=[Parameter(name="group")],
             env=_step_env(m.EnvVar(name=contract.ENV_GROUP, value="{{inputs.parameters.group}}")),
             # Shown per group in the Argo UI. Defaults: a step that failed before writing them is not an Error.
-            outputs=[
-                Parameter(
-                    name=contract.OUTPUT_MEASUREMENTS,
-                    value_from=m.ValueFrom(path=contract.MEASUREMENTS_FILE, default=""),
-                ),
-                Parameter(
-                    name=contract.OUTPUT_FAILED_NODE_COUNT,
-                    value_from=m.ValueFrom(path=contract.FAILED_NODE_COUNT_FILE, default=""),
-                ),
-            ],
+            outputs=_group_outputs(
+                {
+                    contract.OUTPUT_MEASUREMENTS: m.ValueFrom(path=contract.MEASUREMENTS_FILE, default=""),
+                    contract.OUTPUT_FAILED_NODE_COUNT: m.ValueFrom(path=contract.FAILED_NODE_COUNT_FILE, default=""),
+                }
+            ),
         )
         record = _step(
             contract.TEMPLATE_RECORD,
@@ -243,28 +323,26 @@ def build_category_template(
             ],
         )
         _step(contract.TEMPLATE_CLEANUP, step_image, ["cleanup"], env=_step_env(), retry_strategy=retry_on_error)
-        with Steps(name=contract.TEMPLATE_CATEGORY):
-            plan(name=contract.TEMPLATE_PLAN)
+        templates = GroupTemplates(
+            run_group=run_group, run_groups=_run_groups(step_image, retry_on_error), group=_group_node()
+        )
+        if diagnose:
+            _plan_round(step_image, retry_on_error)
+        plan_groups = f"{{{{steps.{contract.TEMPLATE_PLAN}.outputs.parameters.{contract.OUTPUT_GROUPS}}}}}"
+        for shared in (False, True):
             # The items are group names only (Argo shows `group(0:g0)`); the run step reads the group's nodes
             # from the plan ConfigMap, so the Workflow's size does not grow with a group's nodes. An overflow
-            # group has no item: it borrows one group's nodes and runs in that group's step, after it.
-            run_group(
-                name="group",
-                with_param=f"{{{{steps.{contract.TEMPLATE_PLAN}.outputs.parameters.{contract.OUTPUT_GROUPS}}}}}",
-                arguments=[Parameter(name="group", value="{{item}}")],
-                # An errored group (its pod lost for good) must not skip `record`: record blames its nodes.
-                continue_on=m.ContinueOn(failed=True, error=True),
-            )
-            record(name=contract.TEMPLATE_RECORD)
-        if diagnose:
-            _diagnose_templates(step_image, retry_on_error, run_group)
-            with Steps(name=contract.TEMPLATE_DIAGNOSE):
+            # group has no item: it borrows one group's nodes and runs in that group's step, after it. An
+            # errored group (its pod lost for good) must not skip `record`: record blames its nodes.
+            with Steps(name=_entrypoint(contract.TEMPLATE_CATEGORY, shared=shared)):
                 plan(name=contract.TEMPLATE_PLAN)
-                Step(
-                    name="round",
-                    template=contract.TEMPLATE_ROUNDS,
-                    arguments=[Parameter(name=contract.PARAM_ROUND, value="1")],
-                )
+                _fan_out(templates, plan_groups, shared=shared)
                 record(name=contract.TEMPLATE_RECORD)
+            if diagnose:
+                rounds = _rounds(templates, shared=shared)
+                with Steps(name=_entrypoint(contract.TEMPLATE_DIAGNOSE, shared=shared)):
+                    plan(name=contract.TEMPLATE_PLAN)
+                    Step(name="round", template=rounds, arguments=[Parameter(name=contract.PARAM_ROUND, value="1")])
+                    record(name=contract.TEMPLATE_RECORD)
     result: dict[str, Any] = template.to_dict()
     return result

@@ -79,6 +79,8 @@ class WorkflowTarget:
     # derives each category's from its plan, see steps.deadline).
     deadline_seconds: int | None = None
     category_deadline_seconds: int | None = None
+    # The category Workflows start at the entrypoint whose groups one shared runner pod runs (`-shared`).
+    shared_runner: bool = False
 
 
 def category_arguments(category: ResolvedCategory) -> str:
@@ -124,8 +126,11 @@ def category_workflow_manifest(
         spec["podSpecPatch"] = json.dumps(
             {"containers": [{"name": "main", "image": step_image}]}, separators=(",", ":")
         )
-    if is_diagnose(category):
-        spec["entrypoint"] = contract.TEMPLATE_DIAGNOSE
+    entrypoint = contract.TEMPLATE_DIAGNOSE if is_diagnose(category) else contract.TEMPLATE_CATEGORY
+    if target.shared_runner:
+        entrypoint = contract.shared_runner_entrypoint(entrypoint)
+    if entrypoint != contract.TEMPLATE_CATEGORY:
+        spec["entrypoint"] = entrypoint
     if target.category_deadline_seconds:
         spec["activeDeadlineSeconds"] = target.category_deadline_seconds
     if not template_ref:

@@ -24,8 +24,10 @@ from nvcre_argo.contract import (
     OUTPUT_PROGRESS,
     OUTPUT_SUCCEEDED_NODES_REF,
     TEMPLATE_DIAGNOSE,
+    TEMPLATE_GROUP,
     TEMPLATE_PLAN_ROUND,
     TEMPLATE_RUN_GROUP,
+    shared_runner_entrypoint,
 )
 from nvcre_argo.names import LABEL_CATEGORY_INDEX, LABEL_CERTIFICATION, LABEL_ROLE, ROLE_CATEGORY, ROLE_PARENT
 from nvcre_argo.watch import workflows as wf
@@ -90,7 +92,8 @@ def _from_workflow(domain: str, variant: str, child: Mapping[str, Any], namespac
     outputs = wf.record_outputs(nodes)
     phase = wf.phase(child)
     status: CategoryPhase = "InProgress"
-    diagnosing = (child.get("spec") or {}).get("entrypoint") == TEMPLATE_DIAGNOSE
+    entrypoint = (child.get("spec") or {}).get("entrypoint")
+    diagnosing = entrypoint in {TEMPLATE_DIAGNOSE, shared_runner_entrypoint(TEMPLATE_DIAGNOSE)}
     # While a diagnose loop runs, its last plan-round says where it stands (round, groups, stages).
     message: str | None = wf.latest_output(nodes, TEMPLATE_PLAN_ROUND, OUTPUT_PROGRESS) if diagnosing else None
     if phase in wf.FAILED_PHASES:
@@ -99,7 +102,10 @@ def _from_workflow(domain: str, variant: str, child: Mapping[str, Any], namespac
     elif phase == "Succeeded":
         # A diagnose loop learns from failed groups (a transient failure is cleared later), so there the
         # record step's verdict alone decides.
-        groups = [] if diagnosing else wf.failed_steps(nodes, TEMPLATE_RUN_GROUP)
+        # A group is a step pod (`run-group`) or, with a shared runner, a suspend node (`group`).
+        groups = (
+            [] if diagnosing else wf.failed_steps(nodes, TEMPLATE_RUN_GROUP) + wf.failed_steps(nodes, TEMPLATE_GROUP)
+        )
         if groups:
             status = "Failed"
             message = "; ".join(f"group {group} failed" + (f": {text}" if text else "") for group, text in groups)

@@ -16,6 +16,7 @@ of its own, a Certification without faults and with one category (the fault plan
     nccl-full        communication/nccl-all-reduce  full-scale: one group of every node
     nccl-pairs-mc0   communication/nccl-all-reduce  nodesPerJob 2, maxConcurrent 0
     nccl-pairs-mc8   communication/nccl-all-reduce  nodesPerJob 2, maxConcurrent 8
+    *-shared         the same, compiled with `--shared-runner`: one pod runs every group of the category
 
 The ideal critical path of a category is `waves x duration` (`tests/bench/overhead.py`); the overhead is the
 category Workflow's wall time (its `status.startedAt` -> `finishedAt`) minus the ideal, and the ratio
@@ -105,6 +106,10 @@ class RunSpec:
     variant: str
     options: Mapping[str, Any]
     max_concurrent: int
+    shared_runner: bool = False  # compiled with `--shared-runner`: one pod runs every group
+
+    def compile_options(self) -> list[str]:
+        return ["--shared-runner"] if self.shared_runner else []
 
 
 RUNS: Final = (
@@ -113,6 +118,9 @@ RUNS: Final = (
     RunSpec("nccl-full", "communication", "nccl-all-reduce", {"testScale": "full-scale"}, 0),
     RunSpec("nccl-pairs-mc0", "communication", "nccl-all-reduce", {"nodesPerJob": 2}, 0),
     RunSpec("nccl-pairs-mc8", "communication", "nccl-all-reduce", {"nodesPerJob": 2}, 8),
+    RunSpec("dcgm-mc0-shared", "diagnostics", "dcgm-level1", {}, 0, shared_runner=True),
+    RunSpec("dcgm-mc8-shared", "diagnostics", "dcgm-level1", {}, 8, shared_runner=True),
+    RunSpec("nccl-pairs-mc8-shared", "communication", "nccl-all-reduce", {"nodesPerJob": 2}, 8, shared_runner=True),
 )
 
 
@@ -235,7 +243,7 @@ def _execute(sim: SimCluster, api: k8s.ApiClient, spec: RunSpec, namespace: str,
     scenario.write_fault_plan(api, namespace, fault_plan(record.duration))
     document = certification(namespace, spec, record.duration)
     scenario.apply_certification(api, document)
-    workflow = scenario.compile_workflow(sim.kubeconfig, document)
+    workflow = scenario.compile_workflow(sim.kubeconfig, document, options=spec.compile_options())
     with Sampler(api, namespace) as sampler:
         parent = scenario.submit(api, workflow)
         record.phase = scenario.wait_workflow_done(api, namespace, parent, timeout_s=run_timeout_s(size=record.size))

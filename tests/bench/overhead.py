@@ -41,6 +41,9 @@ from typing import Any, Final
 from nvcre_argo.names import LABEL_GROUP
 
 RUN_TEMPLATE: Final = "run-group"
+# With `--shared-runner`: one pod runs every group, each group a suspend node (`steps.shared_runner`).
+SHARED_RUN_TEMPLATE: Final = "run-groups"
+GROUP_NODE_TEMPLATE: Final = "group"
 PLAN_TEMPLATE: Final = "plan"
 RECORD_TEMPLATE: Final = "record"
 CLEANUP_TEMPLATE: Final = "cleanup"
@@ -144,6 +147,12 @@ def pod_spans(status: Mapping[str, Any]) -> list[Span]:
     return sorted(found, key=lambda span: (span.started, span.finished))
 
 
+def group_node_count(status: Mapping[str, Any]) -> int:
+    """How many groups a shared runner ran: its Workflow's `group` suspend nodes."""
+    nodes = (status.get("nodes") or {}).values()
+    return sum(1 for node in nodes if node.get("type") == "Suspend" and node.get("templateName") == GROUP_NODE_TEMPLATE)
+
+
 def split_waves(spans: Sequence[Span], max_concurrent: int) -> list[list[Span]]:
     """Run-group pods in waves: `maxConcurrent` consecutive pods in start order (all when 0)."""
     size = max_concurrent if max_concurrent > 0 else max(len(spans), 1)
@@ -190,18 +199,23 @@ def breakdown(status: Mapping[str, Any], *, duration: float, max_concurrent: int
     overflow groups ran (inside their hosts' pods, so Argo's nodes do not show them)."""
     started, finished = parse_time(status["startedAt"]), parse_time(status["finishedAt"])
     spans = pod_spans(status)
+    shared = any(span.template == SHARED_RUN_TEMPLATE for span in spans)
     runs = [span for span in spans if span.template == RUN_TEMPLATE]
-    regular = len(runs)
+    regular = group_node_count(status) if shared else len(runs)
     ideal = ideal_seconds(regular, max_concurrent, duration, overflow=overflow)
     parts = dict.fromkeys(PARTS, 0.0)
     cursor, gap = started, "lead_in"
-    for part, template in STEPS:
+    for part, step_template in STEPS:
+        template = SHARED_RUN_TEMPLATE if part == "run" and shared else step_template
         envelope = _envelope(span for span in spans if span.template == template)
         if envelope is None:
             continue
         begin, end = envelope
         parts[gap] += _gap(cursor, begin)  # the gap before a step counts after the last step that ran
-        if part == "run":
+        if part == "run" and shared:
+            # One pod ran every wave: its time beyond the ideal is the waves' excess and what lies between them.
+            parts["wave_excess"] = _gap(begin, end) - ideal
+        elif part == "run":
             grouped = split_waves(runs, max_concurrent)
             spans_total = sum(_gap(*_span_of(wave)) for wave in grouped)
             parts["wave_excess"] = spans_total - ideal

@@ -126,10 +126,11 @@ def start_certification(
     certification: dict[str, Any],
     *,
     fault_plan: str | Mapping[str, Any] | None = None,
+    compile_options: Sequence[str] = (),
 ) -> str:
     """Write the namespace's fault plan (YAML text, or data to dump as YAML), then do what a user does to run a
-    Certification: ``nvcre-argo install --no-submit``, apply it, ``nvcre-compile | argo submit``. Returns the
-    certification Workflow's name."""
+    Certification: ``nvcre-argo install --no-submit``, apply it, ``nvcre-compile [OPTIONS] | argo submit``.
+    Returns the certification Workflow's name."""
     namespace = certification["metadata"]["namespace"]
     install(kubeconfig, namespace, submit=False)
     if isinstance(fault_plan, str):
@@ -137,7 +138,7 @@ def start_certification(
     elif fault_plan is not None:
         write_fault_plan(api, namespace, yaml.safe_dump(dict(fault_plan)))
     apply_certification(api, certification)
-    return submit(api, compile_workflow(kubeconfig, certification))
+    return submit(api, compile_workflow(kubeconfig, certification, options=compile_options))
 
 
 def finished_status(

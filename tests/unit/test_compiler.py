@@ -396,6 +396,32 @@ def test_each_category_workflow_runs_its_entry_template_with_the_resolved_catego
 
 
 @pytest.mark.parametrize(
+    ("shared_runner", "entrypoints"),
+    [(False, ["diagnose", None]), (True, ["diagnose-shared", "category-shared"])],
+)
+def test_each_category_workflow_starts_at_its_entrypoint_and_shared_runner_picks_the_shared_one(
+    shared_runner: bool, entrypoints: list[str | None]
+) -> None:
+    document = certification_document(
+        "isolate",
+        [
+            {"domain": "communication", "variant": "nccl-all-reduce", "options": {"testScale": "diagnose"}},
+            {"domain": "diagnostics", "variant": "dcgm-level1"},
+        ],
+    )
+    loaded = LoadedCertification("isolate.yaml", parse_certification(document, "isolate.yaml"))
+    (compiled,) = compile_certifications(
+        [loaded], catalog=builtin_catalog(), options=CompileOptions(shared_runner=shared_runner)
+    )
+    manifests = category_manifests(compiled.workflow)
+    assert [manifest["spec"].get("entrypoint") for manifest in manifests] == entrypoints
+    for manifest in manifests:  # each entrypoint is a template of the installed WorkflowTemplate
+        template = committed_templates()[manifest["spec"]["workflowTemplateRef"]["name"]]
+        names = {item["name"] for item in template["spec"]["templates"]}
+        assert manifest["spec"].get("entrypoint", template["spec"]["entrypoint"]) in names
+
+
+@pytest.mark.parametrize(
     ("case", "label_key", "queue"),
     [
         pytest.param("gang-kai", "kai.scheduler/queue", "burn-in", id="kai"),

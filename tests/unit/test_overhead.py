@@ -105,6 +105,25 @@ def test_the_breakdown_splits_the_overhead_into_steps_gaps_and_waves() -> None:
     assert (found.run_pod_excess_mean, found.run_pod_excess_max) == (8, 9)  # 67, 69, 68 s pods
 
 
+def test_with_a_shared_runner_its_one_pod_is_the_run_and_the_groups_are_its_suspend_nodes() -> None:
+    """The same three groups by two, run by one `run-groups` pod from 13 to 150."""
+    status = workflow_status(
+        200,
+        pod_node("wf[0].plan(0)", "plan", 2, 10),
+        pod_node("wf[1].run-groups(0)", "run-groups", 13, 150),
+        pod_node("wf[3].record(0)", "record", 155, 165),
+        pod_node("wf.onExit(0)", "cleanup", 170, 180),
+    )
+    for index in range(3):
+        status["nodes"][f"g{index}"] = {"type": "Suspend", "templateName": "group", "name": f"wf[1].group({index})"}
+    found = overhead.breakdown(status, duration=60, max_concurrent=2)
+    assert (found.groups, found.waves, found.ideal, found.overhead) == (3, 2, 120, 80)
+    assert (found.parts["plan_to_run"], found.parts["wave_excess"], found.parts["between_waves"]) == (3, 17, 0)
+    assert (found.parts["run_to_record"], found.parts["tail"]) == (5, 20)
+    assert sum(found.parts.values()) == found.overhead
+    assert found.run_pod_excess_mean is None
+
+
 def test_overlapping_waves_count_negative_time_between_them() -> None:
     """Argo's parallelism is a sliding window: the third group starts when the first ends, before the second."""
     status = workflow_status(

@@ -428,11 +428,21 @@ def test_a_group_failure_hidden_by_continue_on_fails_the_category_although_its_w
     assert category.message == "group group(1) failed: exit code 1"
 
 
-def test_a_failed_group_of_a_diagnose_loop_leaves_the_verdict_to_the_record_step() -> None:
+def test_a_failed_group_node_of_a_shared_runner_fails_the_category_like_a_failed_group_pod() -> None:
+    shared = {"type": "Suspend", "templateName": "group"}
+    nodes = {"g0": group_node("0", "Succeeded") | shared, "g1": group_node("1", "Failed", "1 node(s) failed") | shared}
+    workflow = child(0, "Succeeded", nodes=nodes)
+    workflow["spec"] = {"entrypoint": "category-shared"}
+    category = (compute([parent(), workflow]).category_statuses or [])[0]
+    assert (category.status, category.message) == ("Failed", "group group(1) failed: 1 node(s) failed")
+
+
+@pytest.mark.parametrize("entrypoint", ["diagnose", "diagnose-shared"])
+def test_a_failed_group_of_a_diagnose_loop_leaves_the_verdict_to_the_record_step(entrypoint: str) -> None:
     # A transient failure in one round, cleared by the next: the isolation passed every node.
     nodes = {"g0": group_node("0", "Failed", "isolation job failed"), "g1": group_node("1", "Succeeded")}
     diagnose = child(0, "Succeeded", nodes=nodes)
-    diagnose["spec"] = {"entrypoint": "diagnose"}
+    diagnose["spec"] = {"entrypoint": entrypoint}
 
     category = (compute([parent(), diagnose]).category_statuses or [])[0]
 

@@ -1,0 +1,179 @@
+"""One step pod runs all the groups of a fan-out (`nvcre-argo step run-groups`), so a category's orchestration
+footprint does not grow with its groups: 1,024 per-node groups are one pod, not 1,024 waiting pods.
+
+Each group is still a node of its own in the Argo UI: a `group` suspend node beside the runner, under the
+category's semaphore. The runner follows its Workflow's status; when Argo grants a group a slot (its node
+turns Running), the runner runs it in a thread of its own (`steps.group_step`, the same code as a group's own
+step pod) and, when it ends, completes its node with its outcome (`steps.group_nodes`). Argo then releases
+the slot and grants the next group, so `maxConcurrent` and the "waiting for a lock" display are Argo's own.
+
+Idempotent like the run step: an evicted runner is retried by Argo (`retryStrategy: OnError`), finds the
+groups still running and follows the TrainJobs their runs created. Groups already completed are left alone.
+The runner ends when every one of its groups has a final node, and fails when any group it ran failed, so
+that `argo retry` runs it again together with the failed groups.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from nvcre_argo import contract
+from nvcre_argo.kube.client import KubeClient
+from nvcre_argo.kube.errors import ApiError
+from nvcre_argo.kube.resources import WORKFLOWS
+from nvcre_argo.steps.context import StepContext
+from nvcre_argo.steps.group_nodes import GroupNode, completion_patch, group_nodes
+from nvcre_argo.steps.group_step import GroupStepOutcome
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = 2.0
+# What the API server answers when the patch's `test` finds the node no longer as read, or the object changed.
+STALE_READ_STATUSES = frozenset({409, 422})
+
+RunItem = Callable[[str, Callable[[str], None]], GroupStepOutcome]
+
+
+@dataclass
+class SharedRun:
+    """What the runner did: each group it ran, with its outcome, and the groups it found completed by others."""
+
+    outcomes: dict[str, GroupStepOutcome] = field(default_factory=dict)
+    completed_elsewhere: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def failed(self) -> list[str]:
+        return sorted(item for item, outcome in self.outcomes.items() if not outcome.passed)
+
+    def summary(self) -> str:
+        """One line: how many groups ran and passed, and each failed group's failure."""
+        ran, failed = len(self.outcomes), self.failed
+        text = f"{ran - len(failed)}/{ran} group(s) passed"
+        if failed:
+            text += ": " + "; ".join(f"{item}: {self.outcomes[item].summary}" for item in failed)
+        if self.completed_elsewhere:
+            ended = ", ".join(f"{item} ({phase})" for item, phase in sorted(self.completed_elsewhere.items()))
+            text += f"; completed outside this runner: {ended}"
+        return text
+
+
+def outputs_of(outcome: GroupStepOutcome) -> dict[str, str]:
+    """The group node's supplied outputs, as a group's own step pod would publish them."""
+    return {
+        contract.OUTPUT_MEASUREMENTS: outcome.measurements,
+        contract.OUTPUT_FAILED_NODE_COUNT: outcome.failed_node_count,
+    }
+
+
+def run_shared(
+    kube: KubeClient,
+    context: StepContext,
+    items: Sequence[str],
+    run_item: RunItem,
+    *,
+    report: Callable[[str], None] = print,
+    poll_seconds: float = POLL_SECONDS,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> SharedRun:
+    """Run every group of `items` whose node Argo lets run, complete its node, and return when all of them
+    have a final node. `run_item(item, report)` runs one group (in a thread of its own)."""
+    done: queue.Queue[tuple[str, GroupStepOutcome]] = queue.Queue()
+    started: set[str] = set()
+    to_complete: dict[str, GroupStepOutcome] = {}
+    result = SharedRun()
+    while True:
+        nodes = group_nodes(_workflow(kube, context), items)
+        for item in items:
+            node = nodes.get(item)
+            if node is not None and node.running and item not in started:
+                started.add(item)
+                _start(item, run_item, report, done)
+        while not done.empty():
+            item, outcome = done.get_nowait()
+            to_complete[item] = outcome
+        for item, outcome in list(to_complete.items()):
+            node = nodes.get(item)
+            if node is not None and _complete(kube, context, node, outcome, result=result, report=report, now=now):
+                del to_complete[item]
+        unfinished = [item for item in items if item not in nodes or not nodes[item].finished]
+        running = started - set(result.outcomes) - set(result.completed_elsewhere)
+        if not unfinished and not running and not to_complete:
+            return result
+        try:
+            item, outcome = done.get(timeout=poll_seconds)
+            to_complete[item] = outcome
+        except queue.Empty:
+            pass
+
+
+def _workflow(kube: KubeClient, context: StepContext) -> dict[str, object]:
+    workflow = kube.get(WORKFLOWS, context.workflow_name, context.namespace)
+    if workflow is None:
+        raise LookupError(f"Workflow {context.namespace}/{context.workflow_name} no longer exists")
+    return workflow
+
+
+def _start(
+    item: str,
+    run_item: RunItem,
+    report: Callable[[str], None],
+    done: queue.Queue[tuple[str, GroupStepOutcome]],
+) -> None:
+    """Run one group in a thread; whatever happens, its outcome reaches the queue (an unexpected error is the
+    group's failure, as it would be its step pod's)."""
+
+    def say(line: str) -> None:
+        report(f"[{item}] {line}")
+
+    def body() -> None:
+        started = time.monotonic()
+        try:
+            outcome = run_item(item, say)
+        except Exception as error:  # the group's failure, never the runner's: the others run on
+            log.exception("group %s", item)
+            outcome = GroupStepOutcome(False, f"the group's run failed: {type(error).__name__}: {error}", "", "")
+        say(f"{'passed' if outcome.passed else 'FAILED'} after {time.monotonic() - started:.0f}s")
+        done.put((item, outcome))
+
+    say("started")
+    threading.Thread(target=body, name=f"group-{item}", daemon=True).start()
+
+
+def _complete(
+    kube: KubeClient,
+    context: StepContext,
+    node: GroupNode,
+    outcome: GroupStepOutcome,
+    *,
+    result: SharedRun,
+    report: Callable[[str], None],
+    now: Callable[[], datetime],
+) -> bool:
+    """Complete the group's node; True when that is settled (done, or someone else completed it first), False
+    to try again on the next pass (the node's state was not what this runner last read)."""
+    if not node.running:
+        result.completed_elsewhere[node.item] = node.phase
+        report(f"[{node.item}] its node is {node.phase}, not Running: left as it is (its result is recorded)")
+        return True
+    operations = completion_patch(
+        node.node_id,
+        passed=outcome.passed,
+        message=outcome.summary,
+        outputs=outputs_of(outcome),
+        finished_at=now().strftime("%Y-%m-%dT%H:%M:%SZ"),
+    )
+    try:
+        kube.json_patch(WORKFLOWS, context.workflow_name, operations, context.namespace)
+    except ApiError as error:
+        if error.status not in STALE_READ_STATUSES:
+            raise
+        log.info("group %s: its node changed before it was completed (%s); reading it again", node.item, error)
+        return False
+    result.outcomes[node.item] = outcome
+    return True

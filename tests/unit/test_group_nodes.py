@@ -1,0 +1,87 @@
+"""The shared runner's view of its groups: which suspend node is whose, and the patch that completes one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nvcre_argo import contract
+from nvcre_argo.steps.group_nodes import GroupNode, completion_patch, group_nodes
+
+
+def node(node_id: str, item: str, phase: str, *, kind: str = "Suspend", template: str = "group") -> dict[str, Any]:
+    return {
+        "id": node_id,
+        "name": f"wf[1].group({item})",
+        "displayName": f"group({item})",
+        "type": kind,
+        "templateName": template,
+        "phase": phase,
+        "inputs": {"parameters": [{"name": "group", "value": item}]},
+    }
+
+
+def workflow(*nodes: dict[str, Any]) -> dict[str, Any]:
+    return {"status": {"nodes": {item["id"]: item for item in nodes}}}
+
+
+def test_each_item_maps_to_its_suspend_node_and_other_nodes_are_ignored() -> None:
+    found = group_nodes(
+        workflow(
+            node("wf-1", "g0", "Running"),
+            node("wf-2", "g1", "Pending"),
+            node("wf-3", "g2", "Succeeded"),
+            node("wf-4", "g3", "Running", kind="Pod", template="run-group"),  # a group's own step pod
+            node("wf-5", "g4", "Running"),  # not one of this runner's items (another round's)
+        ),
+        ["g0", "g1", "g2", "g3"],
+    )
+    assert found == {
+        "g0": GroupNode("g0", "wf-1", "Running"),
+        "g1": GroupNode("g1", "wf-2", "Pending"),
+        "g2": GroupNode("g2", "wf-3", "Succeeded"),
+    }
+    assert found["g0"].running
+    assert not found["g0"].finished
+    assert not found["g1"].running
+    assert not found["g1"].finished
+    assert found["g2"].finished
+
+
+def test_a_running_node_wins_over_another_of_the_same_group() -> None:
+    found = group_nodes(workflow(node("old", "g0", "Failed"), node("new", "g0", "Running")), ["g0"])
+    assert found["g0"].node_id == "new"
+
+
+def test_a_workflow_without_status_has_no_group_nodes_yet() -> None:
+    assert group_nodes({}, ["g0"]) == {}
+
+
+def test_the_completion_patch_tests_that_the_node_still_runs_before_changing_it() -> None:
+    operations = completion_patch(
+        "wf-1",
+        passed=False,
+        message="1 node(s) failed: gpu-node-3 (WorkloadFailed): exit code 1",
+        outputs={contract.OUTPUT_MEASUREMENTS: "", contract.OUTPUT_FAILED_NODE_COUNT: "1"},
+        finished_at="2026-12-02T05:00:00Z",
+    )
+    assert operations[0] == {"op": "test", "path": "/status/nodes/wf-1/phase", "value": "Running"}
+    changes = {operation["path"]: operation["value"] for operation in operations[1:]}
+    assert changes == {
+        "/status/nodes/wf-1/phase": "Failed",
+        "/status/nodes/wf-1/finishedAt": "2026-12-02T05:00:00Z",
+        "/status/nodes/wf-1/message": "1 node(s) failed: gpu-node-3 (WorkloadFailed): exit code 1",
+        "/status/nodes/wf-1/outputs": {
+            "parameters": [
+                {"name": "measurements", "value": "", "valueFrom": {"supplied": {}}},
+                {"name": "failed-nodes", "value": "1", "valueFrom": {"supplied": {}}},
+            ]
+        },
+    }
+
+
+def test_a_passed_group_succeeds_with_no_message_and_odd_keys_are_escaped() -> None:
+    operations = completion_patch("a/b~c", passed=True, message="", outputs={}, finished_at="t")
+    paths = [operation["path"] for operation in operations]
+    assert all(path.startswith("/status/nodes/a~1b~0c/") for path in paths)
+    assert not any(path.endswith("/message") for path in paths)
+    assert operations[1]["value"] == "Succeeded"
