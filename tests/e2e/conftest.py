@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client as k8s
 
-from tests.e2e.finished_runs import Run, SharedRuns, diagnose_example, seed_example
+from tests.e2e.finished_runs import Run, SharedRuns, diagnose_example, seed_example, shared_runner_example
 from tests.harness.controlplane import ControlPlaneError
 from tests.harness.namespaces import namespace_for_test
 from tests.harness.versions import BUILD_COMMAND, HarnessSetupError
@@ -34,7 +34,7 @@ SHAPES = {"default": (NODE_COUNT, 4), "isolation": (32, 8), "strict": (NODE_COUN
 ARGO_CONFIG = {"strict": {"workflowRestrictions": "templateReferencing: Strict\n"}}
 ISOLATION_FIXTURE = "isolation_sim"
 STRICT_FIXTURE = "strict_sim"
-SHARED_RUN_FIXTURES = {"seed_example_run", "diagnose_run"}
+SHARED_RUN_FIXTURES = {"seed_example_run", "diagnose_run", "shared_runner_run"}
 CLUSTER_MARKER = "argo_release"  # `pytest.mark.argo_release("v4")`: the module runs on another Argo line
 
 
@@ -145,6 +145,13 @@ def diagnose_run(clusters: Clusters, isolation_sim: SimCluster) -> Run:
     every module reading it (it asks for `isolation_sim` so that its tests are ordered with that cluster's)."""
     del isolation_sim
     return clusters.shared_run("diagnose", diagnose_example, shape="isolation")
+
+
+@pytest.fixture
+def shared_runner_run(clusters: Clusters) -> Run:
+    """A per-node category run by one shared runner pod on the default cluster, one node crashing, finished; run
+    once for every module reading it."""
+    return clusters.shared_run("shared-runner", shared_runner_example)
 
 
 @pytest.fixture

@@ -4,7 +4,9 @@ Why: a run takes minutes, and each of these is read both through the API (what a
 `nvcre-argo report`) and in the browser (`test_argo_ui.py`, what an operator sees):
 - the seed example on the default cluster's healthy nodes (`test_seed_example.py`);
 - fault isolation (`testScale: diagnose`) on the larger cluster with two broken nodes and one broken link
-  (`test_diagnose.py`).
+  (`test_diagnose.py`);
+- a per-node category whose groups one shared runner pod runs (`--shared-runner`), one node crashing
+  (`test_shared_runner.py`).
 Running each once for both saves one run per session. A run lives in a namespace of its own that the
 session's `Clusters` deletes when it stops or replaces the cluster; tests only read it.
 """
@@ -12,7 +14,7 @@ session's `Clusters` deletes when it stops or replaces the cluster; tests only r
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +42,23 @@ DIAGNOSE_CATEGORIES = [
         "domain": "communication",
         "variant": "nccl-all-reduce",
         "options": {"testScale": "diagnose", "timeoutPerJob": "4m"},
+    }
+]
+
+
+# The shared-runner run: dcgm-level1 per node on the default cluster's 8 nodes, at most 3 at once, compiled with
+# `--shared-runner`; gpu-node-3 crashes.
+SHARED_RUNNER_CRASHING_NODE = "gpu-node-3"
+SHARED_RUNNER_MAX_CONCURRENT = 3
+SHARED_RUNNER_FAULT_PLAN = {
+    "defaults": {"durationSeconds": 4},
+    "nodes": {SHARED_RUNNER_CRASHING_NODE: {"fault": "crash", "exitCode": 1, "afterSeconds": 1}},
+}
+SHARED_RUNNER_CATEGORIES = [
+    {
+        "domain": "diagnostics",
+        "variant": "dcgm-level1",
+        "options": {"maxConcurrent": SHARED_RUNNER_MAX_CONCURRENT, "timeoutPerJob": "5m"},
     }
 ]
 
@@ -72,10 +91,13 @@ def finish_run(
     *,
     fault_plan: str | Mapping[str, Any] | None = None,
     expect_phase: str,
+    compile_options: Sequence[str] = (),
 ) -> Run:
-    """Run `certification` to its end as a user would (`install`, apply, `nvcre-compile | argo submit`), and
-    check how the certification Workflow ended."""
-    parent = scenario.start_certification(sim.kubeconfig, api, certification, fault_plan=fault_plan)
+    """Run `certification` to its end as a user would (`install`, apply, `nvcre-compile [OPTIONS] | argo
+    submit`), and check how the certification Workflow ended."""
+    parent = scenario.start_certification(
+        sim.kubeconfig, api, certification, fault_plan=fault_plan, compile_options=compile_options
+    )
     phase = scenario.wait_workflow_done(api, namespace, parent, timeout_s=RUN_TIMEOUT_S)
     assert phase == expect_phase, scenario.workflow_tree(api, namespace)
     categories = {
@@ -119,3 +141,18 @@ def diagnose_example(sim: SimCluster, api: k8s.ApiClient, namespace: str) -> Run
     certification Workflow fails (two nodes are faulty)."""
     certification = scenario.example_certification(namespace, categories=DIAGNOSE_CATEGORIES)
     return finish_run(sim, api, namespace, certification, fault_plan=DIAGNOSE_FAULT_PLAN, expect_phase="Failed")
+
+
+def shared_runner_example(sim: SimCluster, api: k8s.ApiClient, namespace: str) -> Run:
+    """The per-node category above, compiled with `--shared-runner`, with gpu-node-3 crashing: the certification
+    Workflow fails."""
+    certification = scenario.example_certification(namespace, categories=SHARED_RUNNER_CATEGORIES)
+    return finish_run(
+        sim,
+        api,
+        namespace,
+        certification,
+        fault_plan=SHARED_RUNNER_FAULT_PLAN,
+        expect_phase="Failed",
+        compile_options=["--shared-runner"],
+    )

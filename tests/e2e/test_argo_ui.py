@@ -1,8 +1,10 @@
 """Argo's UI as the operator's dashboard, read in a real browser while certifications run on the simulated cluster.
 
-Three runs, each in its own namespace and shared by the tests that read it (one run takes minutes):
+Four runs, each in its own namespace and shared by the tests that read it (one run takes minutes):
 - the seed example on healthy nodes (the run `test_seed_example.py` reads, see `tests/e2e/finished_runs.py`);
 - an NCCL all-reduce in groups of two where ``gpu-node-3`` crashes;
+- a per-node DCGM category whose groups one shared runner pod runs (`--shared-runner`), ``gpu-node-3``
+  crashing (the run `test_shared_runner.py` reads);
 - fault isolation (`testScale: diagnose`) on the 32-node cluster with two crashing nodes and a broken link
   between two cliques (the run `test_diagnose.py` reads).
 Each test starts its own ``argo server`` for that run's namespace and a headless Chromium, opens what an
@@ -25,7 +27,13 @@ import pytest
 from kubernetes import client as k8s
 
 from tests.e2e.browser import Browser, GraphNode, ListRow, require_browser
-from tests.e2e.finished_runs import DIAGNOSE_BROKEN_LINK, DIAGNOSE_FAULTY, Run, finish_run
+from tests.e2e.finished_runs import (
+    DIAGNOSE_BROKEN_LINK,
+    DIAGNOSE_FAULTY,
+    SHARED_RUNNER_CRASHING_NODE,
+    Run,
+    finish_run,
+)
 from tests.harness.controlplane import ControlPlaneError
 from tests.harness.versions import HarnessSetupError
 from tests.sim import scenario
@@ -38,6 +46,7 @@ if TYPE_CHECKING:
 CERTIFICATION = "gpu-cluster-cert"
 NCCL = "communication/nccl-all-reduce"
 TRAINING = "training/nemotron5-8b"
+DCGM = "diagnostics/dcgm-level1"
 CRASHING_NODE = "gpu-node-3"
 CRASH_PLAN = {
     "defaults": {"durationSeconds": 4},
@@ -350,6 +359,23 @@ def test_the_failed_certification_row_says_which_category_failed(crash_run: Run,
 
 
 # ---------------------------------------------------------------------------------------------- a diagnose run
+
+
+def test_a_shared_runner_graph_shows_each_group_as_its_own_node_with_its_outcome(
+    shared_runner_run: Run, open_ui: OpenUi
+) -> None:
+    browser = open_ui(shared_runner_run, "shared-runner")
+    workflow = shared_runner_run.categories[DCGM]
+    failed = _node_id(workflow, lambda node: node.get("templateName") == "group" and node["phase"] == "Failed")
+    nodes = _open_graph(browser, shared_runner_run, shared_runner_run.category_name(DCGM), node_id=failed)
+    browser.screenshot("category-graph")
+
+    # One pod ran the groups, and each group is still drawn, named by group; the crashed one says who and why.
+    assert "run-groups" in _display_names(nodes), _display_names(nodes)
+    assert _group_keys(nodes), _display_names(nodes)
+    assert _panel_attribute(browser, "PHASE") == "Failed"
+    message = _panel_attribute(browser, "MESSAGE")
+    assert f"{SHARED_RUNNER_CRASHING_NODE} (WorkloadFailed)" in message, message
 
 
 def _diagnose_workflow(run: Run) -> dict[str, Any]:
