@@ -80,7 +80,7 @@ bench: $(STAMP) testbin ## Benchmarks that print their figures (compile, watcher
 scorecard: $(STAMP) testbin ## How well faults are found: recall/precision per fault kind on simulated 16- and 64-node clusters (~25 min; SCORECARD_ARGS="--training --seed 2")
 	$(PYTHON) -m tests.bench.scorecard $(SCORECARD_ARGS)
 
-bench-overhead: $(STAMP) testbin ## Orchestration overhead: wall time against the ideal critical path on a simulated 16-node cluster (~15 min; OVERHEAD_ARGS="--sizes 16,64 --duration 300")
+bench-overhead: $(STAMP) testbin ## Orchestration overhead and footprint, a pod per group and --shared-runner, on a simulated 16-node cluster (~25 min; OVERHEAD_ARGS="--sizes 16,64 --duration 300")
 	$(PYTHON) -m tests.bench.bench_overhead $(OVERHEAD_ARGS)
 
 clean: ## Remove the virtualenv and caches (not the Go-built binaries in ~/.cache)
