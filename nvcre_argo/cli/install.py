@@ -108,6 +108,11 @@ def _apply(kube: KubeClient, manifest: dict[str, Any]) -> str:
     is_flag=True,
     help="For Argo's templateReferencing: Strict: the watcher submits Workflows that reference nvcre-certification.",
 )
+@click.option(
+    "--shared-runner",
+    is_flag=True,
+    help="The watcher submits Workflows whose categories run their groups in one pod (nvcre-compile --shared-runner).",
+)
 @click.option("--pdb", is_flag=True, help="Two watcher replicas per namespace behind a PodDisruptionBudget.")
 @click.option(
     "--watcher-bind-address",
@@ -126,6 +131,7 @@ def install_command(
     image: str,
     no_submit: bool,
     template_ref: bool,
+    shared_runner: bool,
     pdb: bool,
     watcher_bind_address: str,
     print_only: bool,
@@ -142,6 +148,7 @@ def install_command(
         watch_namespaces=watch_namespaces,
         submit=not no_submit,
         template_ref=template_ref,
+        shared_runner=shared_runner,
         pdb=pdb,
         bind_address=watcher_bind_address,
     )

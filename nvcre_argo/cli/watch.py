@@ -50,6 +50,11 @@ def check_bind_address(_ctx: click.Context, _param: click.Parameter, value: str)
     is_flag=True,
     help="With --submit: compile as nvcre-compile --template-ref does, for Argo's templateReferencing: Strict.",
 )
+@click.option(
+    "--shared-runner",
+    is_flag=True,
+    help="With --submit: compile as nvcre-compile --shared-runner does, one pod running each category's groups.",
+)
 @catalog_dir_option
 @click.option("--kubeconfig", envvar="KUBECONFIG", default=None, help="Outside a cluster: the kubeconfig.")
 @click.option("--metrics-port", type=int, default=8080, show_default=True, help="0 disables /metrics.")
@@ -82,6 +87,7 @@ def watch_command(
     all_namespaces: bool,
     submit: bool,
     template_ref: bool,
+    shared_runner: bool,
     step_image: str,
     catalog_dirs: tuple[Path, ...],
     kubeconfig: str | None,
@@ -104,7 +110,9 @@ def watch_command(
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    submit_settings = SubmitSettings(open_catalog(catalog_dirs), step_image, template_ref) if submit else None
+    submit_settings = (
+        SubmitSettings(open_catalog(catalog_dirs), step_image, template_ref, shared_runner) if submit else None
+    )
     reconciler = Reconciler(kube, metrics=metrics, submit=submit_settings, identity=identity)
     watcher = Watcher(
         kube, reconciler, settings=LoopSettings(namespace, resync_seconds=resync_seconds), metrics=metrics, stop=stop

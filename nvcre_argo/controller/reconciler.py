@@ -55,6 +55,8 @@ class SubmitSettings:
     step_image: str
     # Compile for Argo's templateReferencing: Strict (`nvcre-compile --template-ref`).
     template_ref: bool = False
+    # One pod runs each category's groups (`nvcre-compile --shared-runner`).
+    shared_runner: bool = False
 
 
 def relevant_workflows(
@@ -235,6 +237,7 @@ class Reconciler:
                     name=submitted_workflow_name(metadata["name"], metadata["uid"]),
                     owner_references=[owner],
                     template_ref=self._submit.template_ref,
+                    shared_runner=self._submit.shared_runner,
                 ),
             )
         except (CompileError, InvalidDocumentError) as error:

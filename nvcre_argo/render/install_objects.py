@@ -42,6 +42,8 @@ class InstallSettings:
     pdb: bool = False
     # The watcher compiles what it submits for Argo's templateReferencing: Strict (render.template_ref).
     template_ref: bool = False
+    # ... and with one pod running each category's groups (`nvcre-compile --shared-runner`).
+    shared_runner: bool = False
     bind_address: str = DEFAULT_BIND_ADDRESS
 
     def __post_init__(self) -> None:

@@ -50,6 +50,8 @@ def watcher_args(settings: InstallSettings, watch_namespace: str) -> list[str]:
         args.append("--submit")
         if settings.template_ref:
             args.append("--template-ref")
+        if settings.shared_runner:
+            args.append("--shared-runner")
     return [
         *args,
         f"--metrics-port={METRICS_PORT}",

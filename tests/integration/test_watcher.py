@@ -656,6 +656,20 @@ def test_submit_creates_exactly_one_parent_workflow_owned_by_the_certification_a
     assert condition(status, "InProgress")["reason"] == "WorkflowCreated"
 
 
+@pytest.mark.parametrize("shared_runner", [False, True])
+def test_submit_compiles_with_the_shared_runner_when_told(
+    kube: KubeClient, namespace: str, catalog: Catalog, shared_runner: bool
+) -> None:
+    kube.apply(certification_manifest(namespace, NAME), field_manager="kubectl")
+    reconciler = Reconciler(
+        kube, metrics=Metrics(), submit=SubmitSettings(catalog, "nvcre-argo:test", False, shared_runner)
+    )
+    reconciler.reconcile(namespace, NAME, [])
+    (parent,) = kube.list(WORKFLOWS, namespace)[0]
+    # The category Workflows the parent creates start at the shared-runner entrypoint, or at the default one.
+    assert ("category-shared" in json.dumps(parent)) == shared_runner
+
+
 def test_submit_fails_a_certification_that_does_not_compile_with_the_field_path_and_creates_nothing(
     kube: KubeClient, namespace: str, watchers: Watchers, catalog: Catalog
 ) -> None:

@@ -249,3 +249,10 @@ def test_a_watcher_installed_with_template_ref_submits_the_strict_shape() -> Non
 
     assert watcher_args(strict, "team-a")[:4] == ["watch", "--namespace=team-a", "--submit", "--template-ref"]
     assert "--template-ref" not in watcher_args(default, "team-a")
+
+
+def test_a_watcher_installed_with_shared_runner_submits_with_it() -> None:
+    shared = InstallSettings(namespace="n", image="i", watch_namespaces=("team-a",), shared_runner=True)
+    default = InstallSettings(namespace="n", image="i", watch_namespaces=("team-a",))
+    assert watcher_args(shared, "team-a")[:4] == ["watch", "--namespace=team-a", "--submit", "--shared-runner"]
+    assert "--shared-runner" not in watcher_args(default, "team-a")
