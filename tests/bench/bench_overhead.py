@@ -271,7 +271,12 @@ def _execute(sim: SimCluster, api: k8s.ApiClient, spec: RunSpec, namespace: str,
     record.breakdown = asdict(result)
     workloads = sampler.workloads()
     record.trainjobs_seen = len(workloads)
-    record.phases = asdict(overhead.run_phases(overhead.pod_spans(status), workloads, sampler.mains()))
+    phases = (
+        overhead.shared_phases(status, workloads)
+        if spec.shared_runner
+        else overhead.run_phases(overhead.pod_spans(status), workloads, sampler.mains())
+    )
+    record.phases = asdict(phases)
     _measure_footprint(sim, record, parent=parent_workflow, child=child, sampler=sampler)
 
 
@@ -404,7 +409,8 @@ def report(record: SizeRecord) -> list[str]:
     lines += [*_table(["run", *(name.replace("_", "-") for name in overhead.PARTS)], parts), ""]
     lines.append(
         "a run-group pod's time (s, mean / max over the groups whose TrainJob was seen whole), and its excess"
-        " over the workload duration:"
+        " over the workload duration (a shared runner's group has no pod: its TrainJob, then the runner"
+        " completing its node, as seen-late):"
     )
     phases = [
         [

@@ -264,3 +264,22 @@ def test_a_group_whose_trainjob_was_not_seen_whole_is_left_out() -> None:
 def test_a_trainjob_is_matched_to_its_group_by_label() -> None:
     assert overhead.group_of(trainjob("g12", 1, 2)) == "g12"
     assert overhead.group_of({"metadata": {}}) == ""
+
+
+def test_a_shared_runners_group_splits_into_its_trainjob_and_the_runner_completing_its_node() -> None:
+    """g0: TrainJob created at 12, workload 14-74, Complete at 75, node completed at 78; g1 not yet complete."""
+    status = workflow_status(120)
+    status["nodes"]["n0"] = {
+        "type": "Suspend",
+        "templateName": "group",
+        "finishedAt": at(78),
+        "inputs": {"parameters": [{"name": "group", "value": "g0"}]},
+    }
+    status["nodes"]["n1"] = status["nodes"]["n0"] | {"inputs": {"parameters": [{"name": "group", "value": "g1"}]}}
+    workloads = {
+        "g0": overhead.workload_times(trainjob("g0", 12, 75), [workload_pod(14, 74)]),
+        "g1": overhead.workload_times(trainjob("g1", 12, None), [workload_pod(14, None)]),
+    }
+    found = overhead.shared_phases(status, workloads)
+    assert found.groups_seen == 1
+    assert found.mean == {"trainjob_startup": 2, "workload": 60, "completion": 1, "seen_late": 3}
