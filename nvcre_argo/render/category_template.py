@@ -177,7 +177,7 @@ def _rounds(templates: GroupTemplates, *, shared: bool) -> str:
     depth is bounded by the planner's round limit, after which plan-round always says done. `shared`: the
     loop of the shared-runner entrypoint (`rounds-shared`, recursing into itself). Returns its name."""
     round_input = f"{{{{inputs.parameters.{contract.PARAM_ROUND}}}}}"
-    rounds = contract.shared_runner_entrypoint(contract.TEMPLATE_ROUNDS) if shared else contract.TEMPLATE_ROUNDS
+    rounds = _entrypoint(contract.TEMPLATE_ROUNDS, shared=shared)
     decided = f"steps.{contract.TEMPLATE_PLAN_ROUND}.outputs.parameters"
     go_on = f"{{{{{decided}.{contract.OUTPUT_DONE}}}}} == false"
     with Steps(name=rounds, inputs=[Parameter(name=contract.PARAM_ROUND)]):
