@@ -5,10 +5,11 @@ Why suspend nodes: a node with no pod behind it is the one way Argo draws each g
 message, outputs, times) without a pod per group. Argo itself completes suspend nodes from outside the
 controller the same way (`argo node set`, `argo stop --node-field-selector`): it sets the node's phase,
 message, finish time and supplied outputs in the Workflow's status, and the controller goes on from there
-(the semaphore slot is released, the next step runs). The runner changes nothing else, and only a node that
-is still running: the patch starts with a `test` of the phase, so a group someone resumed by hand, or that a
-stopped Workflow failed, is never overwritten. The verdict never rests on these nodes: the record step reads
-the groups' result ConfigMaps.
+(the semaphore slot is released, the next step runs). The runner changes nothing else, and only nodes that
+are still running as it read them (`completion_patch` says how), so a group someone resumed by hand, or that
+a stopped Workflow failed, is never overwritten. The nodes are read as the watcher reads them
+(`watch.workflows.nodes`), from `status.nodes` or Argo's compressed map. The verdict never rests on these
+nodes: the record step reads the groups' result ConfigMaps.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from nvcre_argo import contract
+from nvcre_argo.watch import workflows
 
 RUNNING = "Running"
 FINAL_PHASES = frozenset({"Succeeded", "Failed", "Error", "Skipped", "Omitted"})
@@ -47,8 +49,7 @@ def group_nodes(workflow: Mapping[str, Any], items: Iterable[str]) -> dict[str, 
     wins: it is the one waiting for an outcome."""
     wanted = set(items)
     found: dict[str, GroupNode] = {}
-    nodes = (workflow.get("status") or {}).get("nodes") or {}
-    for node_id, node in nodes.items():
+    for node_id, node in workflows.nodes(workflow).items():
         if node.get("type") != "Suspend" or node.get("templateName") != contract.TEMPLATE_GROUP:
             continue
         item = _group_input(node)
@@ -68,29 +69,63 @@ def _group_input(node: Mapping[str, Any]) -> str | None:
     return None
 
 
-def completion_patch(
-    node_id: str, *, passed: bool, message: str, outputs: Mapping[str, str], finished_at: str
-) -> list[dict[str, Any]]:
-    """The JSON patch that ends a running group node: Succeeded or Failed, the one-line failure as its message,
-    its outputs (the suspend template's supplied parameters), its finish time. It applies only while the node
-    is still Running (the first operation tests that)."""
-    path = f"/status/nodes/{_pointer_token(node_id)}"
-    operations: list[dict[str, Any]] = [
-        {"op": "test", "path": f"{path}/phase", "value": RUNNING},
-        {"op": "replace", "path": f"{path}/phase", "value": "Succeeded" if passed else "Failed"},
-        {"op": "add", "path": f"{path}/finishedAt", "value": finished_at},
-        {
-            "op": "add",
-            "path": f"{path}/outputs",
-            "value": {
+@dataclass(frozen=True)
+class Completion:
+    """A group's outcome as its node shows it: Succeeded or Failed, the one-line failure as its message, its
+    outputs (the suspend template's supplied parameters), its finish time."""
+
+    passed: bool
+    message: str
+    outputs: Mapping[str, str]
+    finished_at: str
+
+    def fields(self) -> dict[str, Any]:
+        """The node's fields this sets (every other field is Argo's and stays as it is)."""
+        fields: dict[str, Any] = {
+            "phase": "Succeeded" if self.passed else "Failed",
+            "finishedAt": self.finished_at,
+            "outputs": {
                 "parameters": [
-                    {"name": name, "value": value, "valueFrom": {"supplied": {}}} for name, value in outputs.items()
+                    {"name": name, "value": value, "valueFrom": {"supplied": {}}}
+                    for name, value in self.outputs.items()
                 ]
             },
-        },
-    ]
-    if message:
-        operations.append({"op": "add", "path": f"{path}/message", "value": message})
+        }
+        if self.message:
+            fields["message"] = self.message
+        return fields
+
+
+def completion_patch(workflow: Mapping[str, Any], completions: Mapping[str, Completion]) -> list[dict[str, Any]]:
+    """The one JSON patch that ends every running group node of `completions` (by node id) in `workflow` as
+    read. It applies only to the Workflow as read, or the API server refuses all of it (422) and the caller
+    reads it again:
+    - nodes in `status.nodes`: each node's first operation tests that it is still Running, so Argo's own
+      updates of other nodes in between do not matter;
+    - nodes in `status.compressedNodes` (Argo compresses a Workflow past its size limit, at thousands of
+      groups): one string holds every node, so the patch rewrites it and tests the Workflow's resourceVersion.
+    Nodes not Running in `workflow` are left out."""
+    all_nodes = workflows.nodes(workflow)
+    running = {
+        node_id: c for node_id, c in completions.items() if (all_nodes.get(node_id) or {}).get("phase") == RUNNING
+    }
+    if not running:
+        return []
+    if workflows.nodes_compressed(workflow):
+        for node_id, completion in running.items():
+            all_nodes[node_id] = {**all_nodes[node_id], **completion.fields()}
+        version = str((workflow.get("metadata") or {}).get("resourceVersion") or "")
+        return [
+            {"op": "test", "path": "/metadata/resourceVersion", "value": version},
+            {"op": "replace", "path": "/status/compressedNodes", "value": workflows.encode_compressed_nodes(all_nodes)},
+        ]
+    operations: list[dict[str, Any]] = []
+    for node_id, completion in running.items():
+        path = f"/status/nodes/{_pointer_token(node_id)}"
+        operations.append({"op": "test", "path": f"{path}/phase", "value": RUNNING})
+        operations.extend(
+            {"op": "add", "path": f"{path}/{key}", "value": value} for key, value in completion.fields().items()
+        )
     return operations
 
 

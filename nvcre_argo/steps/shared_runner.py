@@ -19,16 +19,17 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from nvcre_argo import contract
 from nvcre_argo.kube.client import KubeClient
 from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.kube.resources import WORKFLOWS
 from nvcre_argo.steps.context import StepContext
-from nvcre_argo.steps.group_nodes import GroupNode, completion_patch, group_nodes
+from nvcre_argo.steps.group_nodes import Completion, GroupNode, completion_patch, group_nodes
 from nvcre_argo.steps.group_step import GroupStepOutcome
 
 log = logging.getLogger(__name__)
@@ -85,10 +86,11 @@ def run_shared(
     have a final node. `run_item(item, report)` runs one group (in a thread of its own)."""
     done: queue.Queue[tuple[str, GroupStepOutcome]] = queue.Queue()
     started: set[str] = set()
-    to_complete: dict[str, GroupStepOutcome] = {}
+    ended: dict[str, GroupStepOutcome] = {}  # groups run to their end whose node was not yet read final
     result = SharedRun()
     while True:
-        nodes = group_nodes(_workflow(kube, context), items)
+        workflow = _workflow(kube, context)
+        nodes = group_nodes(workflow, items)
         for item in items:
             node = nodes.get(item)
             if node is not None and node.running and item not in started:
@@ -96,18 +98,15 @@ def run_shared(
                 _start(item, run_item, report, done)
         while not done.empty():
             item, outcome = done.get_nowait()
-            to_complete[item] = outcome
-        for item, outcome in list(to_complete.items()):
-            node = nodes.get(item)
-            if node is not None and _complete(kube, context, node, outcome, result=result, report=report, now=now):
-                del to_complete[item]
+            ended[item] = outcome
+        _settle(kube, context, workflow, nodes, ended, result=result, report=report, now=now)
         unfinished = [item for item in items if item not in nodes or not nodes[item].finished]
-        running = started - set(result.outcomes) - set(result.completed_elsewhere)
-        if not unfinished and not running and not to_complete:
+        running = started - set(ended) - set(result.outcomes) - set(result.completed_elsewhere)
+        if not unfinished and not running and not ended:
             return result
         try:
             item, outcome = done.get(timeout=poll_seconds)
-            to_complete[item] = outcome
+            ended[item] = outcome
         except queue.Empty:
             pass
 
@@ -145,35 +144,46 @@ def _start(
     threading.Thread(target=body, name=f"group-{item}", daemon=True).start()
 
 
-def _complete(
+def _settle(
     kube: KubeClient,
     context: StepContext,
-    node: GroupNode,
-    outcome: GroupStepOutcome,
+    workflow: Mapping[str, Any],
+    nodes: Mapping[str, GroupNode],
+    ended: dict[str, GroupStepOutcome],
     *,
     result: SharedRun,
     report: Callable[[str], None],
     now: Callable[[], datetime],
-) -> bool:
-    """Complete the group's node; True when that is settled (done, or someone else completed it first), False
-    to try again on the next pass (the node's state was not what this runner last read)."""
-    if not node.running:
-        result.completed_elsewhere[node.item] = node.phase
-        report(f"[{node.item}] its node is {node.phase}, not Running: left as it is (its result is recorded)")
-        return True
-    operations = completion_patch(
-        node.node_id,
-        passed=outcome.passed,
-        message=outcome.summary,
-        outputs=outputs_of(outcome),
-        finished_at=now().strftime("%Y-%m-%dT%H:%M:%SZ"),
-    )
+) -> None:
+    """Complete the nodes of the groups that ended, all in one request (at a wave's end hundreds of groups end
+    within seconds; a request each would make the last wait for all the others), and forget those whose node
+    reads final. A group stays in `ended` until its node reads final: should the patch be refused (the
+    Workflow changed since it was read) or an update of Argo's carry the node back to Running, the next pass
+    writes it again."""
+    for item in list(ended):
+        node = nodes.get(item)
+        if node is None or not node.finished:
+            continue
+        if item not in result.outcomes:
+            result.completed_elsewhere[item] = node.phase
+            report(f"[{item}] its node is {node.phase}, not Running: left as it is (its result is recorded)")
+        del ended[item]
+    writing = {nodes[item].node_id: item for item in ended if item in nodes and nodes[item].running}
+    if not writing:
+        return
+    finished_at = now().strftime("%Y-%m-%dT%H:%M:%SZ")
+    completions = {node_id: _completion(ended[item], finished_at) for node_id, item in writing.items()}
     try:
-        kube.json_patch(WORKFLOWS, context.workflow_name, operations, context.namespace)
+        kube.json_patch(WORKFLOWS, context.workflow_name, completion_patch(workflow, completions), context.namespace)
     except ApiError as error:
         if error.status not in STALE_READ_STATUSES:
             raise
-        log.info("group %s: its node changed before it was completed (%s); reading it again", node.item, error)
-        return False
-    result.outcomes[node.item] = outcome
-    return True
+        log.info("%d group node(s) changed before they were completed (%s); reading them again", len(writing), error)
+        return
+    for item in writing.values():
+        result.outcomes[item] = ended[item]
+
+
+def _completion(outcome: GroupStepOutcome, finished_at: str) -> Completion:
+    """What a group's node shows of its outcome, as a group's own step pod would publish it."""
+    return Completion(outcome.passed, outcome.summary, outputs_of(outcome), finished_at)

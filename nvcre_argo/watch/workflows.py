@@ -92,14 +92,25 @@ def decode_compressed_nodes(encoded: str) -> dict[str, Node]:
     return {key: value for key, value in decoded.items() if isinstance(value, dict)}
 
 
+def encode_compressed_nodes(all_nodes: Mapping[str, Node]) -> str:
+    """The node map → `status.compressedNodes`, as Argo writes it (base64 of gzip of the JSON map), for a writer
+    that changes nodes of a Workflow Argo compressed (`steps.group_nodes`)."""
+    return base64.b64encode(gzip.compress(json.dumps(all_nodes, separators=(",", ":")).encode())).decode()
+
+
+def nodes_compressed(workflow: Mapping[str, Any]) -> bool:
+    """Whether the node map is in `status.compressedNodes` (Argo compresses a Workflow grown past its size limit)."""
+    encoded = _status(workflow).get("compressedNodes")
+    return isinstance(encoded, str) and bool(encoded)
+
+
 def nodes(workflow: Mapping[str, Any]) -> dict[str, Node]:
     """The node map, from `status.compressedNodes` when present (Argo then leaves `status.nodes` empty),
     else from `status.nodes`. An undecodable map reads as empty and is logged."""
     status = _status(workflow)
-    encoded = status.get("compressedNodes")
-    if isinstance(encoded, str) and encoded:
+    if nodes_compressed(workflow):
         try:
-            return decode_compressed_nodes(encoded)
+            return decode_compressed_nodes(status["compressedNodes"])
         except (binascii.Error, OSError, EOFError, zlib.error, ValueError, TypeError) as error:
             logger.warning("Workflow %s: cannot decode status.compressedNodes: %s", name(workflow), error)
             return {}

@@ -20,6 +20,7 @@ from nvcre_argo.kube.resources import WORKFLOWS
 from nvcre_argo.steps.context import StepContext
 from nvcre_argo.steps.group_step import GroupStepOutcome
 from nvcre_argo.steps.shared_runner import SharedRun, run_shared
+from nvcre_argo.watch import workflows
 from tests.integration.steps_support import NodeSet, create_context, resolve_category
 
 pytestmark = pytest.mark.k8s
@@ -59,8 +60,7 @@ def set_phase(kube: KubeClient, context: StepContext, node_id: str, phase: str) 
 def nodes_of(kube: KubeClient, context: StepContext) -> dict[str, dict[str, Any]]:
     workflow = kube.get(WORKFLOWS, context.workflow_name, context.namespace)
     assert workflow is not None
-    nodes: dict[str, dict[str, Any]] = workflow["status"]["nodes"]
-    return nodes
+    return workflows.nodes(workflow)
 
 
 def wait_for(condition: Callable[[], bool], what: str) -> None:
@@ -70,22 +70,31 @@ def wait_for(condition: Callable[[], bool], what: str) -> None:
         time.sleep(0.05)
 
 
-@pytest.fixture
-def context(kube: KubeClient, nodes: NodeSet) -> StepContext:
-    """A Workflow with four groups: g0 granted a slot, g1 waiting for one, g2 long done, g3 granted."""
+PHASES = {"g0": "Running", "g1": "Pending", "g2": "Succeeded", "g3": "Running"}
+
+
+def create_workflow(kube: KubeClient, nodes: NodeSet, phases: dict[str, str], *, compressed: bool) -> StepContext:
+    """A Workflow with a suspend node per group, in `status.nodes` or, as Argo keeps a large Workflow, in
+    `status.compressedNodes`."""
     made = create_context(kube, nodes.namespace, resolve_category(DCGM, selector=nodes.namespace), "cert-0")
     workflow = kube.get(WORKFLOWS, made.workflow_name, made.namespace)
     assert workflow is not None
-    phases = {"g0": "Running", "g1": "Pending", "g2": "Succeeded", "g3": "Running"}
-    workflow["status"] = {
-        "phase": "Running",
-        "nodes": {
-            f"cert-0-{index}": suspend_node("cert-0", index, item, phase)
-            for index, (item, phase) in enumerate(phases.items())
-        },
+    status_nodes = {
+        f"cert-0-{index}": suspend_node("cert-0", index, item, phase)
+        for index, (item, phase) in enumerate(phases.items())
     }
+    if compressed:
+        workflow["status"] = {"phase": "Running", "compressedNodes": workflows.encode_compressed_nodes(status_nodes)}
+    else:
+        workflow["status"] = {"phase": "Running", "nodes": status_nodes}
     kube.replace(workflow)
     return made
+
+
+@pytest.fixture
+def context(kube: KubeClient, nodes: NodeSet) -> StepContext:
+    """Four groups: g0 granted a slot, g1 waiting for one, g2 long done, g3 granted."""
+    return create_workflow(kube, nodes, PHASES, compressed=False)
 
 
 class Groups:
@@ -103,14 +112,14 @@ class Groups:
         return self.outcomes[item]
 
 
-def run_in_background(kube: KubeClient, context: StepContext, groups: Groups, lines: list[str]) -> dict[str, Any]:
+def run_in_background(
+    kube: KubeClient, context: StepContext, groups: Groups, lines: list[str], items: tuple[str, ...] = tuple(PHASES)
+) -> dict[str, Any]:
     box: dict[str, Any] = {}
 
     def body() -> None:
         try:
-            box["result"] = run_shared(
-                kube, context, ["g0", "g1", "g2", "g3"], groups, report=lines.append, poll_seconds=0.1
-            )
+            box["result"] = run_shared(kube, context, items, groups, report=lines.append, poll_seconds=0.1)
         except BaseException as error:  # reported by the test, not lost in the thread
             box["error"] = error
 
@@ -193,3 +202,29 @@ def test_a_group_resumed_by_hand_while_it_runs_is_not_overwritten(kube: KubeClie
     assert result.completed_elsewhere == {"g0": "Succeeded"}
     assert "g0" not in result.outcomes
     assert "completed outside this runner: g0 (Succeeded)" in result.summary()
+
+
+def test_groups_of_a_compressed_workflow_are_run_and_completed_in_its_compressed_nodes(
+    kube: KubeClient, nodes: NodeSet
+) -> None:
+    """At thousands of groups Argo keeps the node map compressed; the runner must still find its groups there and
+    complete them there (Argo hydrates the map before it reads a node)."""
+    context = create_workflow(kube, nodes, {"g0": "Running", "g1": "Running", "g2": "Succeeded"}, compressed=True)
+    failed = GroupStepOutcome(False, "1 node(s) failed: n1 (WorkloadFailed): exit code 1", "", "1")
+    groups = Groups({"g0": GroupStepOutcome(True, "", "busBandwidthGBps=452.1", "0"), "g1": failed})
+    box = run_in_background(kube, context, groups, [], items=("g0", "g1", "g2"))
+    wait_for(lambda: sorted(groups.started) == ["g0", "g1"], "both granted groups to start")
+    for event in groups.released.values():
+        event.set()
+    result = finish(box)
+
+    workflow = kube.get(WORKFLOWS, context.workflow_name, context.namespace)
+    assert workflow is not None
+    assert not workflow["status"].get("nodes"), "the nodes stay compressed, as Argo keeps them"
+    written = workflows.nodes(workflow)
+    assert written["cert-0-0"]["phase"] == "Succeeded"
+    assert written["cert-0-0"]["outputs"]["parameters"][0]["value"] == "busBandwidthGBps=452.1"
+    assert written["cert-0-1"]["phase"] == "Failed"
+    assert written["cert-0-1"]["message"] == failed.summary
+    assert written["cert-0-2"] == suspend_node("cert-0", 2, "g2", "Succeeded"), "a finished group is left alone"
+    assert result.failed == ["g1"]

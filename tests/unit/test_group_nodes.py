@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from nvcre_argo import contract
-from nvcre_argo.steps.group_nodes import GroupNode, completion_patch, group_nodes
+from nvcre_argo.steps.group_nodes import Completion, GroupNode, completion_patch, group_nodes
+from nvcre_argo.watch import workflows
 
 
 def node(node_id: str, item: str, phase: str, *, kind: str = "Suspend", template: str = "group") -> dict[str, Any]:
@@ -56,16 +57,22 @@ def test_a_workflow_without_status_has_no_group_nodes_yet() -> None:
     assert group_nodes({}, ["g0"]) == {}
 
 
-def test_the_completion_patch_tests_that_the_node_still_runs_before_changing_it() -> None:
+FAILED = Completion(
+    passed=False,
+    message="1 node(s) failed: gpu-node-3 (WorkloadFailed): exit code 1",
+    outputs={contract.OUTPUT_MEASUREMENTS: "", contract.OUTPUT_FAILED_NODE_COUNT: "1"},
+    finished_at="2026-12-02T05:00:00Z",
+)
+PASSED = Completion(passed=True, message="", outputs={}, finished_at="2026-12-02T05:00:01Z")
+
+
+def test_the_completion_patch_tests_that_each_node_still_runs_before_changing_it() -> None:
     operations = completion_patch(
-        "wf-1",
-        passed=False,
-        message="1 node(s) failed: gpu-node-3 (WorkloadFailed): exit code 1",
-        outputs={contract.OUTPUT_MEASUREMENTS: "", contract.OUTPUT_FAILED_NODE_COUNT: "1"},
-        finished_at="2026-12-02T05:00:00Z",
+        workflow(node("wf-1", "g0", "Running"), node("wf-2", "g1", "Running")), {"wf-1": FAILED, "wf-2": PASSED}
     )
     assert operations[0] == {"op": "test", "path": "/status/nodes/wf-1/phase", "value": "Running"}
-    changes = {operation["path"]: operation["value"] for operation in operations[1:]}
+    assert operations[5] == {"op": "test", "path": "/status/nodes/wf-2/phase", "value": "Running"}
+    changes = {operation["path"]: operation["value"] for operation in operations if operation["op"] == "add"}
     assert changes == {
         "/status/nodes/wf-1/phase": "Failed",
         "/status/nodes/wf-1/finishedAt": "2026-12-02T05:00:00Z",
@@ -76,12 +83,42 @@ def test_the_completion_patch_tests_that_the_node_still_runs_before_changing_it(
                 {"name": "failed-nodes", "value": "1", "valueFrom": {"supplied": {}}},
             ]
         },
+        "/status/nodes/wf-2/phase": "Succeeded",
+        "/status/nodes/wf-2/finishedAt": "2026-12-02T05:00:01Z",
+        "/status/nodes/wf-2/outputs": {"parameters": []},
     }
 
 
-def test_a_passed_group_succeeds_with_no_message_and_odd_keys_are_escaped() -> None:
-    operations = completion_patch("a/b~c", passed=True, message="", outputs={}, finished_at="t")
-    paths = [operation["path"] for operation in operations]
-    assert all(path.startswith("/status/nodes/a~1b~0c/") for path in paths)
-    assert not any(path.endswith("/message") for path in paths)
-    assert operations[1]["value"] == "Succeeded"
+def test_a_node_no_longer_running_as_read_is_left_out_and_none_left_is_no_patch() -> None:
+    read = workflow(node("wf-1", "g0", "Succeeded"), node("wf-2", "g1", "Running"))
+    paths = {operation["path"] for operation in completion_patch(read, {"wf-1": FAILED, "wf-2": PASSED})}
+    assert all(path.startswith("/status/nodes/wf-2/") for path in paths)
+    assert completion_patch(read, {"wf-1": FAILED, "gone": PASSED}) == []
+
+
+def test_odd_node_keys_are_escaped() -> None:
+    operations = completion_patch(workflow(node("a/b~c", "g0", "Running")), {"a/b~c": PASSED})
+    assert all(operation["path"].startswith("/status/nodes/a~1b~0c/") for operation in operations)
+
+
+def test_compressed_nodes_are_found_and_completed_in_one_rewrite_tested_by_resource_version() -> None:
+    """Argo keeps a Workflow past its size limit as `status.compressedNodes`: the runner reads its groups there
+    and writes the whole map back, only onto the Workflow as read."""
+    nodes = {item["id"]: item for item in (node("wf-1", "g0", "Running"), node("wf-2", "g1", "Running"))}
+    read = {
+        "metadata": {"resourceVersion": "4242"},
+        "status": {"compressedNodes": workflows.encode_compressed_nodes(nodes)},
+    }
+    assert group_nodes(read, ["g0", "g1"]) == {
+        "g0": GroupNode("g0", "wf-1", "Running"),
+        "g1": GroupNode("g1", "wf-2", "Running"),
+    }
+    test, rewrite = completion_patch(read, {"wf-1": FAILED})
+    assert test == {"op": "test", "path": "/metadata/resourceVersion", "value": "4242"}
+    assert rewrite["op"] == "replace"
+    assert rewrite["path"] == "/status/compressedNodes"
+    written = workflows.decode_compressed_nodes(rewrite["value"])
+    assert written["wf-2"] == nodes["wf-2"], "a node not completed is written back as read"
+    assert written["wf-1"] == {**nodes["wf-1"], **FAILED.fields()}
+    assert written["wf-1"]["phase"] == "Failed"
+    assert written["wf-1"]["message"] == FAILED.message
