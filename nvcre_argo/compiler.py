@@ -53,8 +53,8 @@ class CompileOptions:
     category_deadline_seconds: int | None = None
     # Compile for Argo's `templateReferencing: Strict`: reference the installed templates (render.template_ref).
     template_ref: bool = False
-    # Run each category's groups in one shared runner pod instead of a step pod per group (steps.shared_runner).
-    shared_runner: bool = False
+    # Run each category's groups in one shared runner pod (steps.shared_runner); False: a step pod per group.
+    shared_runner: bool = True
 
 
 @dataclass(frozen=True)

@@ -166,10 +166,11 @@ def _check(files: dict[str, str], directory: Path) -> int:
     "(step image and placement are then those `nvcre-argo install` set).",
 )
 @click.option(
-    "--shared-runner",
-    is_flag=True,
-    help="Run each category's groups in one step pod, however many, instead of a step pod per group; each "
-    "group is still a node of its own in the Argo UI (a suspend node that the runner completes).",
+    "--shared-runner/--pod-per-group",
+    default=True,
+    show_default=True,
+    help="Run each category's groups in one step pod, however many (the default), or a step pod per group; "
+    "either way each group is a node of its own in the Argo UI (with one runner, a suspend node it completes).",
 )
 @step_placement_options
 @lifetime_options

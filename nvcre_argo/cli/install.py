@@ -109,9 +109,11 @@ def _apply(kube: KubeClient, manifest: dict[str, Any]) -> str:
     help="For Argo's templateReferencing: Strict: the watcher submits Workflows that reference nvcre-certification.",
 )
 @click.option(
-    "--shared-runner",
-    is_flag=True,
-    help="The watcher submits Workflows whose categories run their groups in one pod (nvcre-compile --shared-runner).",
+    "--shared-runner/--pod-per-group",
+    default=True,
+    show_default=True,
+    help="The watcher submits Workflows whose categories run their groups in one pod, or a pod per group "
+    "(as nvcre-compile does).",
 )
 @click.option("--pdb", is_flag=True, help="Two watcher replicas per namespace behind a PodDisruptionBudget.")
 @click.option(

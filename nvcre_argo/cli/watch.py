@@ -51,9 +51,10 @@ def check_bind_address(_ctx: click.Context, _param: click.Parameter, value: str)
     help="With --submit: compile as nvcre-compile --template-ref does, for Argo's templateReferencing: Strict.",
 )
 @click.option(
-    "--shared-runner",
-    is_flag=True,
-    help="With --submit: compile as nvcre-compile --shared-runner does, one pod running each category's groups.",
+    "--shared-runner/--pod-per-group",
+    default=True,
+    show_default=True,
+    help="With --submit: one pod runs each category's groups, or a pod per group (as nvcre-compile does).",
 )
 @catalog_dir_option
 @click.option("--kubeconfig", envvar="KUBECONFIG", default=None, help="Outside a cluster: the kubeconfig.")

@@ -55,8 +55,8 @@ class SubmitSettings:
     step_image: str
     # Compile for Argo's templateReferencing: Strict (`nvcre-compile --template-ref`).
     template_ref: bool = False
-    # One pod runs each category's groups (`nvcre-compile --shared-runner`).
-    shared_runner: bool = False
+    # One pod runs each category's groups (`nvcre-compile --shared-runner`); False: a pod per group.
+    shared_runner: bool = True
 
 
 def relevant_workflows(

@@ -80,7 +80,7 @@ class WorkflowTarget:
     deadline_seconds: int | None = None
     category_deadline_seconds: int | None = None
     # The category Workflows start at the entrypoint whose groups one shared runner pod runs (`-shared`).
-    shared_runner: bool = False
+    shared_runner: bool = True
 
 
 def category_arguments(category: ResolvedCategory) -> str:

@@ -43,7 +43,7 @@ class InstallSettings:
     # The watcher compiles what it submits for Argo's templateReferencing: Strict (render.template_ref).
     template_ref: bool = False
     # ... and with one pod running each category's groups (`nvcre-compile --shared-runner`).
-    shared_runner: bool = False
+    shared_runner: bool = True
     bind_address: str = DEFAULT_BIND_ADDRESS
 
     def __post_init__(self) -> None:

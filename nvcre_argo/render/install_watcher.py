@@ -50,8 +50,7 @@ def watcher_args(settings: InstallSettings, watch_namespace: str) -> list[str]:
         args.append("--submit")
         if settings.template_ref:
             args.append("--template-ref")
-        if settings.shared_runner:
-            args.append("--shared-runner")
+        args.append("--shared-runner" if settings.shared_runner else "--pod-per-group")
     return [
         *args,
         f"--metrics-port={METRICS_PORT}",

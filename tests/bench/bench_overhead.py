@@ -16,7 +16,7 @@ of its own, a Certification without faults and with one category (the fault plan
     nccl-full        communication/nccl-all-reduce  full-scale: one group of every node
     nccl-pairs-mc0   communication/nccl-all-reduce  nodesPerJob 2, maxConcurrent 0
     nccl-pairs-mc8   communication/nccl-all-reduce  nodesPerJob 2, maxConcurrent 8
-    *-shared         the same, compiled with `--shared-runner`: one pod runs every group of the category
+    *-pods           the same, compiled with `--pod-per-group`: a step pod per group, not one shared runner
 
 The ideal critical path of a category is `waves x duration` (`tests/bench/overhead.py`); the overhead is the
 category Workflow's wall time (its `status.startedAt` -> `finishedAt`) minus the ideal, and the ratio
@@ -113,10 +113,10 @@ class RunSpec:
     variant: str
     options: Mapping[str, Any]
     max_concurrent: int
-    shared_runner: bool = False  # compiled with `--shared-runner`: one pod runs every group
+    pod_per_group: bool = False  # compiled with `--pod-per-group`, not the default shared runner
 
     def compile_options(self) -> list[str]:
-        return ["--shared-runner"] if self.shared_runner else []
+        return ["--pod-per-group"] if self.pod_per_group else []
 
 
 RUNS: Final = (
@@ -125,9 +125,9 @@ RUNS: Final = (
     RunSpec("nccl-full", "communication", "nccl-all-reduce", {"testScale": "full-scale"}, 0),
     RunSpec("nccl-pairs-mc0", "communication", "nccl-all-reduce", {"nodesPerJob": 2}, 0),
     RunSpec("nccl-pairs-mc8", "communication", "nccl-all-reduce", {"nodesPerJob": 2}, 8),
-    RunSpec("dcgm-mc0-shared", "diagnostics", "dcgm-level1", {}, 0, shared_runner=True),
-    RunSpec("dcgm-mc8-shared", "diagnostics", "dcgm-level1", {}, 8, shared_runner=True),
-    RunSpec("nccl-pairs-mc8-shared", "communication", "nccl-all-reduce", {"nodesPerJob": 2}, 8, shared_runner=True),
+    RunSpec("dcgm-mc0-pods", "diagnostics", "dcgm-level1", {}, 0, pod_per_group=True),
+    RunSpec("dcgm-mc8-pods", "diagnostics", "dcgm-level1", {}, 8, pod_per_group=True),
+    RunSpec("nccl-pairs-mc8-pods", "communication", "nccl-all-reduce", {"nodesPerJob": 2}, 8, pod_per_group=True),
 )
 
 
@@ -274,7 +274,7 @@ def _execute(sim: SimCluster, api: k8s.ApiClient, spec: RunSpec, namespace: str,
     record.trainjobs_seen = len(workloads)
     phases = (
         overhead.shared_phases(status, workloads)
-        if spec.shared_runner
+        if not spec.pod_per_group
         else overhead.run_phases(overhead.pod_spans(status), workloads, sampler.mains())
     )
     record.phases = asdict(phases)

@@ -2,7 +2,8 @@
 
 Four runs, each in its own namespace and shared by the tests that read it (one run takes minutes):
 - the seed example on healthy nodes (the run `test_seed_example.py` reads, see `tests/e2e/finished_runs.py`);
-- an NCCL all-reduce in groups of two where ``gpu-node-3`` crashes;
+- an NCCL all-reduce in groups of two where ``gpu-node-3`` crashes, with a step pod per group
+  (`--pod-per-group`);
 - a per-node DCGM category whose groups one shared runner pod runs (`--shared-runner`), ``gpu-node-3``
   crashing (the run `test_shared_runner.py` reads);
 - fault isolation (`testScale: diagnose`) on the 32-node cluster with two crashing nodes and a broken link
@@ -59,9 +60,18 @@ CRASH_CATEGORIES = [
 
 def _crash(sim: SimCluster, api: k8s.ApiClient, namespace: str) -> Run:
     """The NCCL all-reduce in groups of two where gpu-node-3 crashes, finished: its group and the
-    certification fail."""
+    certification fail. Compiled with a step pod per group, so that the UI is read in both ways of running
+    groups (the shared runner's run is the one below)."""
     certification = scenario.example_certification(namespace, categories=CRASH_CATEGORIES)
-    return finish_run(sim, api, namespace, certification, fault_plan=CRASH_PLAN, expect_phase="Failed")
+    return finish_run(
+        sim,
+        api,
+        namespace,
+        certification,
+        fault_plan=CRASH_PLAN,
+        expect_phase="Failed",
+        compile_options=["--pod-per-group"],
+    )
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -126,12 +136,9 @@ def _category_step_id(run: Run, key: str) -> str:
     return _node_id(run.parent, lambda node: node["displayName"] == step)
 
 
-def _group_pod_id(workflow: dict[str, Any], phase: str) -> str:
-    """The one group pod of a category Workflow in ``phase`` (the node that ran the group's TrainJob)."""
-    return _node_id(
-        workflow,
-        lambda node: node["type"] == "Pod" and node["phase"] == phase and node["displayName"].startswith("group"),
-    )
+def _group_node_id(workflow: dict[str, Any], phase: str) -> str:
+    """The one group node of a category Workflow in ``phase`` (its suspend node, or its step pod)."""
+    return _node_id(workflow, lambda node: scenario.is_group_node(node) and node["phase"] == phase)
 
 
 def _verdict_id(run: Run) -> str:
@@ -252,7 +259,7 @@ def test_a_category_step_links_to_its_category_workflow(example_run: Run, open_u
 
 def test_a_category_graph_shows_its_plan_group_and_record_nodes(example_run: Run, open_ui: OpenUi) -> None:
     browser = open_ui(example_run, "example")
-    group = _group_pod_id(example_run.categories[NCCL], "Succeeded")
+    group = _group_node_id(example_run.categories[NCCL], "Succeeded")
     nodes = _open_graph(browser, example_run, example_run.category_name(NCCL), node_id=group)
     browser.screenshot("category-graph")
 
@@ -289,7 +296,7 @@ def test_a_category_graph_shows_no_overflow_step_when_there_is_no_overflow(examp
 
 def test_the_measured_bus_bandwidth_is_an_output_of_the_nccl_group(example_run: Run, open_ui: OpenUi) -> None:
     browser = open_ui(example_run, "example")
-    group = _group_pod_id(example_run.categories[NCCL], "Succeeded")
+    group = _group_node_id(example_run.categories[NCCL], "Succeeded")
     path = example_run.workflow_path(example_run.category_name(NCCL))
     browser.open(f"{path}?tab=workflow&nodeId={group}&nodePanelView=inputs-outputs", until_text="Outputs")
     browser.screenshot("group-outputs")
@@ -304,7 +311,7 @@ def test_the_measured_bus_bandwidth_is_an_output_of_the_nccl_group(example_run: 
 def test_a_failed_run_shows_the_failed_group_in_its_category_graph(crash_run: Run, open_ui: OpenUi) -> None:
     browser = open_ui(crash_run, "crash")
     workflow = crash_run.categories[NCCL]
-    failed = _group_pod_id(workflow, "Failed")
+    failed = _group_node_id(workflow, "Failed")
     nodes = _open_graph(browser, crash_run, crash_run.category_name(NCCL), node_id=failed)
     # Groups of two: gpu-node-3 shares group g1 with gpu-node-4; that group, and only it, failed.
     assert "g1" in workflow["status"]["nodes"][failed]["displayName"]
@@ -322,7 +329,7 @@ def test_a_failed_run_shows_the_failed_group_in_its_category_graph(crash_run: Ru
 def test_a_failed_group_message_names_the_failed_node_and_its_reason(crash_run: Run, open_ui: OpenUi) -> None:
     browser = open_ui(crash_run, "crash")
     workflow = crash_run.categories[NCCL]
-    _open_graph(browser, crash_run, crash_run.category_name(NCCL), node_id=_group_pod_id(workflow, "Failed"))
+    _open_graph(browser, crash_run, crash_run.category_name(NCCL), node_id=_group_node_id(workflow, "Failed"))
 
     message = _panel_attribute(browser, "MESSAGE")
     assert f"{CRASHING_NODE} (WorkloadFailed)" in message, message
@@ -409,7 +416,7 @@ def test_a_failed_diagnose_group_says_its_round_and_stage_and_blames_no_node(
     failed = sorted(
         node_id
         for node_id, node in workflow["status"]["nodes"].items()
-        if node["type"] == "Pod" and node["templateName"] == "run-group" and node["phase"] == "Failed"
+        if scenario.is_group_node(node) and node["phase"] == "Failed"
     )
     assert failed, sorted(node["displayName"] for node in workflow["status"]["nodes"].values())
     _open_graph(browser, diagnose_run, diagnose_run.category_name(NCCL), node_id=failed[0])

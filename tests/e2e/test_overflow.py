@@ -68,7 +68,7 @@ def test_an_overflow_group_runs_after_its_host_in_the_hosts_step_and_blames_only
     (child,) = scenario.workflows(api, namespace, "nvcre.nvidia.com/role=category")
     graph = child["status"]["nodes"].values()
     assert [node["displayName"] for node in graph if "overflow" in node["displayName"]] == []
-    (host,) = [node for node in graph if node["type"] == "Pod" and node["displayName"].startswith("group(0:g0)")]
+    (host,) = [node for node in graph if scenario.is_group_node(node) and node["displayName"].startswith("group(0:g0)")]
     assert host["phase"] == "Failed"
     assert f"g2-overflow: 1 node(s) failed: {CRASHING_NODE} (WorkloadFailed)" in host["message"], host["message"]
     assert scenario.unfinished_trainjobs(api, namespace) == []

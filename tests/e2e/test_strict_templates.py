@@ -90,11 +90,7 @@ def _run(sim: SimCluster, api: k8s.ApiClient, namespace: str) -> None:
         assert "parallelism" not in child["spec"], child["spec"]
 
     nccl = children[0]
-    groups = [
-        node
-        for node in nccl["status"]["nodes"].values()
-        if node.get("type") == "Pod" and node.get("templateName") == contract.TEMPLATE_RUN_GROUP
-    ]
+    groups = [node for node in nccl["status"]["nodes"].values() if scenario.is_group_node(node)]
     assert len(groups) == 4, scenario.workflow_tree(api, namespace)
     assert most_at_once(groups) <= MAX_CONCURRENT, [(g["displayName"], g["startedAt"], g["finishedAt"]) for g in groups]
     plan_log = scenario.step_log(api, namespace, nccl["metadata"]["name"], "plan")

@@ -24,6 +24,7 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from nvcre_argo import contract
 from nvcre_argo.results import FAILED_NODES_KEY, SUCCEEDED_NODES_KEY, decode_failed_nodes, decode_succeeded_nodes
 from tests.harness.versions import REPO_ROOT
 from tests.sim.config import FAULT_PLAN_CONFIGMAP, FAULT_PLAN_KEY
@@ -310,6 +311,15 @@ def workflow_tree(api: k8s.ApiClient, namespace: str) -> str:
                     + (f" ({message[0][:160]})" if message else "")
                 )
     return "\n".join(lines) or f"(no Workflow in {namespace})"
+
+
+def is_group_node(node: Mapping[str, Any]) -> bool:
+    """Whether an Argo node of a category Workflow is one of its groups: a `group` suspend node that the shared
+    runner completes (the default), or a `run-group` step pod (`nvcre-compile --pod-per-group`)."""
+    return (node.get("type"), node.get("templateName")) in {
+        ("Suspend", contract.TEMPLATE_GROUP),
+        ("Pod", contract.TEMPLATE_RUN_GROUP),
+    }
 
 
 def names(items: Iterable[dict[str, Any]]) -> list[str]:

@@ -251,8 +251,8 @@ def test_a_watcher_installed_with_template_ref_submits_the_strict_shape() -> Non
     assert "--template-ref" not in watcher_args(default, "team-a")
 
 
-def test_a_watcher_installed_with_shared_runner_submits_with_it() -> None:
-    shared = InstallSettings(namespace="n", image="i", watch_namespaces=("team-a",), shared_runner=True)
+def test_a_watcher_installed_submits_with_the_shared_runner_unless_told_a_pod_per_group() -> None:
+    per_group = InstallSettings(namespace="n", image="i", watch_namespaces=("team-a",), shared_runner=False)
     default = InstallSettings(namespace="n", image="i", watch_namespaces=("team-a",))
-    assert watcher_args(shared, "team-a")[:4] == ["watch", "--namespace=team-a", "--submit", "--shared-runner"]
-    assert "--shared-runner" not in watcher_args(default, "team-a")
+    assert watcher_args(default, "team-a")[:4] == ["watch", "--namespace=team-a", "--submit", "--shared-runner"]
+    assert watcher_args(per_group, "team-a")[:4] == ["watch", "--namespace=team-a", "--submit", "--pod-per-group"]
