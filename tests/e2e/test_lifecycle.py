@@ -90,7 +90,7 @@ def test_stopping_the_certification_workflow_frees_the_gpus_within_a_minute(
 
 
 def _step_pods(api: k8s.ApiClient, namespace: str, workflow: str, step: str) -> list[k8s.V1Pod]:
-    """Running pods of the Workflow whose Argo node name holds ``step`` (``.name`` or ``.group(``)."""
+    """Running pods of the Workflow whose Argo node name holds ``step`` (``.name``)."""
     pods = (
         k8s.CoreV1Api(api)
         .list_namespaced_pod(namespace, label_selector=f"workflows.argoproj.io/workflow={workflow}")
@@ -112,8 +112,9 @@ def test_step_pods_deleted_mid_run_are_retried_and_the_results_are_recorded(
     (child,) = scenario.names(scenario.workflows(api, namespace, "nvcre.nvidia.com/role=category"))
     core = k8s.CoreV1Api(api)
 
-    # The certification Workflow's category step, then a group's run step: each as an eviction would.
-    for workflow, step in ((parent, ".dcgm-level1"), (child, ".group(")):
+    # The certification Workflow's category step, then the shared runner running every group of the category,
+    # each as an eviction would: the runner's retry must follow the TrainJobs its groups started.
+    for workflow, step in ((parent, ".dcgm-level1"), (child, ".run-groups")):
         pod = scenario.wait_for(
             f"a running {step} step pod",
             lambda workflow=workflow, step=step: _step_pods(api, namespace, workflow, step),

@@ -30,12 +30,6 @@ FAULT_PLAN = {
 }
 
 
-def _complete_at(trainjob: dict[str, object]) -> datetime:
-    conditions = (trainjob.get("status") or {}).get("conditions") or []  # type: ignore[union-attr]
-    (complete,) = [c for c in conditions if c["type"] in ("Complete", "Failed") and c["status"] == "True"]
-    return datetime.fromisoformat(complete["lastTransitionTime"])
-
-
 def test_an_overflow_group_runs_after_its_host_in_the_hosts_step_and_blames_only_its_faulty_node(
     sim: SimCluster, api: k8s.ApiClient, namespace: str
 ) -> None:
@@ -63,7 +57,7 @@ def test_an_overflow_group_runs_after_its_host_in_the_hosts_step_and_blames_only
     by_group = {item["metadata"]["labels"][LABEL_GROUP]: item for item in scenario.trainjobs(api, namespace)}
     assert sorted(by_group) == ["g0", "g1", "g2-overflow"]
     overflow_created = datetime.fromisoformat(by_group["g2-overflow"]["metadata"]["creationTimestamp"])
-    assert overflow_created >= _complete_at(by_group["g0"]).replace(microsecond=0)
+    assert overflow_created >= scenario.trainjob_finished_at(by_group["g0"]).replace(microsecond=0)
 
     (child,) = scenario.workflows(api, namespace, "nvcre.nvidia.com/role=category")
     graph = child["status"]["nodes"].values()

@@ -14,26 +14,12 @@ crashes. What must hold:
 from __future__ import annotations
 
 import json
-from datetime import datetime
-from typing import Any
 
 from nvcre_argo import contract
 from tests.e2e.finished_runs import SHARED_RUNNER_CRASHING_NODE, SHARED_RUNNER_MAX_CONCURRENT, Run
 from tests.sim import scenario
 
 DCGM = "diagnostics/dcgm-level1"
-
-
-def _finished_at(trainjob: dict[str, Any]) -> datetime:
-    conditions = (trainjob.get("status") or {}).get("conditions") or []
-    (end,) = [c for c in conditions if c["type"] in ("Complete", "Failed") and c["status"] == "True"]
-    return datetime.fromisoformat(end["lastTransitionTime"])
-
-
-def most_at_once(trainjobs: list[dict[str, Any]]) -> int:
-    """The largest number of TrainJobs that existed unfinished at the moment one of them was created."""
-    spans = [(datetime.fromisoformat(item["metadata"]["creationTimestamp"]), _finished_at(item)) for item in trainjobs]
-    return max(sum(1 for start, end in spans if start <= moment < end) for moment, _ in spans)
 
 
 def test_the_shared_runner_gives_the_verdict_a_pod_per_group_gives(shared_runner_run: Run) -> None:
@@ -77,4 +63,4 @@ def test_argos_semaphore_still_bounds_the_groups_running_at_once(shared_runner_r
         trainjobs = scenario.trainjobs(api, shared_runner_run.namespace)
         assert scenario.unfinished_trainjobs(api, shared_runner_run.namespace) == []
     assert len(trainjobs) == 8
-    assert most_at_once(trainjobs) <= SHARED_RUNNER_MAX_CONCURRENT
+    assert scenario.most_trainjobs_at_once(trainjobs) <= SHARED_RUNNER_MAX_CONCURRENT

@@ -17,6 +17,7 @@ from typing import Any
 from kubernetes import client as k8s
 
 from nvcre_argo import contract
+from nvcre_argo.names import LABEL_CATEGORY_INDEX
 from tests.harness.namespaces import namespace_for_test
 from tests.sim import scenario
 from tests.sim.cluster import SimCluster
@@ -29,20 +30,6 @@ REFUSED = "workflows must use workflowTemplateRef to be executed when the contro
 
 def _time(text: str) -> datetime:
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ")
-
-
-def most_at_once(nodes: list[dict[str, Any]]) -> int:
-    """The most nodes running at one instant, from their start and finish times (a node that finishes in
-    the second another starts does not overlap it: Argo's times are whole seconds)."""
-    events = sorted(
-        [(_time(node["startedAt"]), 1) for node in nodes] + [(_time(node["finishedAt"]), -1) for node in nodes],
-        key=lambda event: (event[0], event[1]),  # finishes before starts within one second
-    )
-    running = most = 0
-    for _, change in events:
-        running += change
-        most = max(most, running)
-    return most
 
 
 def test_the_seed_example_passes_under_strict_template_referencing_with_max_concurrent_honoured(
@@ -92,7 +79,13 @@ def _run(sim: SimCluster, api: k8s.ApiClient, namespace: str) -> None:
     nccl = children[0]
     groups = [node for node in nccl["status"]["nodes"].values() if scenario.is_group_node(node)]
     assert len(groups) == 4, scenario.workflow_tree(api, namespace)
-    assert most_at_once(groups) <= MAX_CONCURRENT, [(g["displayName"], g["startedAt"], g["finishedAt"]) for g in groups]
+    trainjobs = [
+        item
+        for item in scenario.trainjobs(api, namespace)
+        if item["metadata"]["labels"].get(LABEL_CATEGORY_INDEX) == nccl["metadata"]["labels"][LABEL_CATEGORY_INDEX]
+    ]
+    assert len(trainjobs) == 4, scenario.names(trainjobs)
+    assert scenario.most_trainjobs_at_once(trainjobs) <= MAX_CONCURRENT, scenario.names(trainjobs)
     plan_log = scenario.step_log(api, namespace, nccl["metadata"]["name"], "plan")
     assert "4 group(s)" in plan_log, plan_log
     assert f"at most {MAX_CONCURRENT} group(s) at once" in plan_log, plan_log

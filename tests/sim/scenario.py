@@ -265,6 +265,24 @@ def trainjobs(api: k8s.ApiClient, namespace: str) -> list[dict[str, Any]]:
     return list(found["items"])
 
 
+def trainjob_finished_at(trainjob: Mapping[str, Any]) -> datetime:
+    """When a finished TrainJob became Complete or Failed."""
+    conditions = (trainjob.get("status") or {}).get("conditions") or []
+    (end,) = [c for c in conditions if c["type"] in ("Complete", "Failed") and c["status"] == "True"]
+    return datetime.fromisoformat(end["lastTransitionTime"])
+
+
+def most_trainjobs_at_once(trainjobs: Sequence[dict[str, Any]]) -> int:
+    """The largest number of finished ``trainjobs`` that existed unfinished at the moment one of them was
+    created: how many groups ran at once, whichever way the groups were run (a suspend node's start is when
+    Argo created it, before the semaphore let it run)."""
+    spans = [
+        (datetime.fromisoformat(item["metadata"]["creationTimestamp"]), trainjob_finished_at(item))
+        for item in trainjobs
+    ]
+    return max(sum(1 for start, end in spans if start <= moment < end) for moment, _ in spans)
+
+
 def unfinished_trainjobs(api: k8s.ApiClient, namespace: str) -> list[str]:
     """TrainJobs neither Complete nor Failed: what would still hold GPUs after a run."""
 
