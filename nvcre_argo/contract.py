@@ -28,6 +28,10 @@ TEMPLATE_PLAN = "plan"
 TEMPLATE_RUN_GROUP = "run-group"
 TEMPLATE_RECORD = "record"
 TEMPLATE_CLEANUP = "cleanup"
+# Both Workflows' exit handler: a steps template whose one step (cleanup, stop-categories) runs unless the
+# Workflow succeeded, when there is nothing left for it to stop.
+TEMPLATE_ON_EXIT = "on-exit"
+UNLESS_SUCCEEDED = "{{workflow.status}} != Succeeded"
 # `testScale: diagnose` (communication entries): plan -> rounds -> record, where `rounds` is
 # plan-round -> run-group x N -> rounds again (Argo recursion) until plan-round finds nothing left to test.
 TEMPLATE_DIAGNOSE = "diagnose"

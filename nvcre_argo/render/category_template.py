@@ -1,7 +1,7 @@
 """The category WorkflowTemplate: how one catalog entry runs inside Argo (built with Hera).
 
     plan ──▶ run-group x N (withParam: the group names) ──▶ record
-    onExit: cleanup
+    onExit: cleanup, unless the Workflow succeeded
 
 Communication entries also have a `diagnose` entrypoint (`testScale: diagnose`, adaptive fault isolation):
 
@@ -103,6 +103,18 @@ def pod_gc() -> m.PodGC:
     Argo UI); failed ones stay for their logs. At 1,024 groups, kept pods would otherwise pile up by the
     thousand per run."""
     return m.PodGC(strategy="OnPodSuccess", delete_delay_duration="10m")
+
+
+def exit_handler(step: Container) -> None:
+    """The exit handler (`onExit: on-exit`) that runs `step` unless the Workflow succeeded.
+
+    The exit steps (cleanup's deletion of unfinished TrainJobs, stop-categories' stop of running category
+    Workflows) are for a Workflow that was stopped, hit its deadline or failed: a Workflow that succeeded ran
+    every group, or every category, to its end, so there is nothing left for them. Skipping them there saves
+    a pod (its scheduling, start-up and Argo's wait for it) at the end of every category and certification;
+    the Argo UI shows the step Skipped."""
+    with Steps(name=contract.TEMPLATE_ON_EXIT):
+        step(name=step.name, when=contract.UNLESS_SUCCEEDED)
 
 
 def pod_security_context() -> m.PodSecurityContext:
@@ -258,7 +270,7 @@ def build_category_template(
             "workflows.argoproj.io/description": description,
         },
         entrypoint=contract.TEMPLATE_CATEGORY,
-        on_exit=contract.TEMPLATE_CLEANUP,
+        on_exit=contract.TEMPLATE_ON_EXIT,
         service_account_name=contract.WORKFLOW_SERVICE_ACCOUNT,
         security_context=pod_security_context(),
         workflow_metadata=m.WorkflowMetadata(
@@ -322,7 +334,9 @@ def build_category_template(
                 ),
             ],
         )
-        _step(contract.TEMPLATE_CLEANUP, step_image, ["cleanup"], env=_step_env(), retry_strategy=retry_on_error)
+        exit_handler(
+            _step(contract.TEMPLATE_CLEANUP, step_image, ["cleanup"], env=_step_env(), retry_strategy=retry_on_error)
+        )
         templates = GroupTemplates(
             run_group=run_group, run_groups=_run_groups(step_image, retry_on_error), group=_group_node()
         )

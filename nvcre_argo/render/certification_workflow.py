@@ -5,10 +5,11 @@ referencing the entry's WorkflowTemplate, with the resolved category as its argu
 name unless it exists, follows it to its end and fails when the category failed, which `continueOn` lets the
 next category survive. A retried step (`retryStrategy: OnError`, e.g. after an eviction) finds the Workflow
 it started instead of starting another, and a step whose parent is stopped stops its category Workflow (see
-`steps.children`); the exit handler `stop-categories` catches what a killed step could not. The step's
-outputs name the category Workflow, its verdict and its failed-node count, so the Argo UI leads from a
-category step to its Workflow and its failures. A last `verdict` step fails the certification Workflow when
-any category failed, so the Argo UI shows the same verdict as the Certification's status.
+`steps.children`); the exit handler `stop-categories` catches what a killed step could not (it runs unless
+the Workflow succeeded, `category_template.exit_handler`). The step's outputs name the category Workflow,
+its verdict and its failed-node count, so the Argo UI leads from a category step to its Workflow and its
+failures. A last `verdict` step fails the certification Workflow when any category failed, so the Argo UI
+shows the same verdict as the Certification's status.
 
 The whole Workflow holds a mutex (`synchronization`), so two certifications sharing the lock (by default
 every certification in a namespace) never run their gang jobs on the same nodes at once and time each other
@@ -44,6 +45,7 @@ from nvcre_argo.render.category_template import (
     LABEL_VERSION,
     STEP_RESOURCES,
     container_security,
+    exit_handler,
     pod_gc,
     pod_security_context,
 )
@@ -243,7 +245,7 @@ def build_certification_workflow(
     synchronization = m.Synchronization(mutexes=[m.Mutex(name=target.lock)]) if target.lock else None
     with Workflow(
         entrypoint=contract.TEMPLATE_CERTIFICATION,
-        on_exit=contract.TEMPLATE_STOP_CATEGORIES,
+        on_exit=contract.TEMPLATE_ON_EXIT,
         service_account_name=contract.CERTIFICATION_SERVICE_ACCOUNT,
         security_context=pod_security_context(),
         pod_gc=pod_gc(),
@@ -254,7 +256,7 @@ def build_certification_workflow(
             _category_step(target, category, argument, len(categories))
             for category, argument in zip(categories, arguments, strict=True)
         ]
-        parent_step(contract.TEMPLATE_STOP_CATEGORIES, target, ["stop-categories"])
+        exit_handler(parent_step(contract.TEMPLATE_STOP_CATEGORIES, target, ["stop-categories"]))
         verdict = parent_step(
             contract.TEMPLATE_VERDICT,
             target,

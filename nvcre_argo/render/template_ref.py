@@ -30,7 +30,7 @@ from hera.workflows import models as m
 
 from nvcre_argo import __version__, contract
 from nvcre_argo.names import LABEL_MANAGED_BY, MANAGED_BY, category_step_names
-from nvcre_argo.render.category_template import LABEL_VERSION, pod_gc, pod_security_context
+from nvcre_argo.render.category_template import LABEL_VERSION, exit_handler, pod_gc, pod_security_context
 from nvcre_argo.render.certification_workflow import (
     DEFAULT_LOCK,
     DESCRIPTION,
@@ -118,7 +118,7 @@ def build_certification_template(*, step_image: str) -> dict[str, Any]:
             DESCRIPTION: "Runs a Certification compiled with nvcre-compile --template-ref: its categories in order.",
         },
         entrypoint=contract.TEMPLATE_CERTIFICATION,
-        on_exit=contract.TEMPLATE_STOP_CATEGORIES,
+        on_exit=contract.TEMPLATE_ON_EXIT,
         service_account_name=contract.CERTIFICATION_SERVICE_ACCOUNT,
         security_context=pod_security_context(),
         pod_gc=pod_gc(),
@@ -153,7 +153,7 @@ def build_certification_template(*, step_image: str) -> dict[str, Any]:
                 step_output(contract.OUTPUT_FAILED_NODE_COUNT, contract.FAILED_NODE_COUNT_FILE, ""),
             ],
         )
-        parent_step(contract.TEMPLATE_STOP_CATEGORIES, target, ["stop-categories"])
+        exit_handler(parent_step(contract.TEMPLATE_STOP_CATEGORIES, target, ["stop-categories"]))
         verdict = parent_step(
             contract.TEMPLATE_VERDICT,
             target,

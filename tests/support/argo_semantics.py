@@ -16,7 +16,8 @@ own validator (`workflow/validate/validate.go` at v3.7.18) for the features the 
   `workflow.*` variables, its own `inputs.parameters.*`, `pod.name` and (with a retry strategy) `retries`; a
   step sees the same plus `steps.<step of an earlier group>.*` (outputs only as declared by that step's
   template) and `item`/`item.*` when it loops. A `steps.*` tag inside a leaf template does NOT resolve: Argo
-  substitutes a template's body with its inputs only (`failed to resolve {{steps...}}`).
+  substitutes a template's body with its inputs only (`failed to resolve {{steps...}}`). The exit handler
+  (the `onExit` template) also sees how the Workflow ended, `workflow.status` and `workflow.failures`.
 
 Checks return `Problem`s (a path and a message) rather than raising, so a test can show every problem at once.
 """
@@ -39,6 +40,8 @@ LABEL_VALUE = re.compile(r"^$|^[a-zA-Z0-9]([-a-zA-Z0-9_.]{0,61}[a-zA-Z0-9])?$")
 TAG = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 # The global variables the generated objects may use (a deliberately small subset of Argo's).
 WORKFLOW_GLOBALS = frozenset({"workflow.name", "workflow.namespace", "workflow.uid"})
+# What Argo adds to the global scope while the exit handler (`spec.onExit`) runs: how the Workflow ended.
+EXIT_HANDLER_GLOBALS = frozenset({"workflow.status", "workflow.failures"})
 # What `steps.<name>.` exposes for any step, besides its declared output parameters.
 STEP_ATTRIBUTES = ("status", "id", "startedAt", "finishedAt", "exitCode")
 LEAF_KINDS = ("container", "script", "resource", "suspend", "data", "http", "plugin", "containerSet")
@@ -270,6 +273,8 @@ def tag_problems(document: Mapping[str, Any]) -> list[Problem]:
     for index, template in enumerate(templates):
         path = f"spec.templates[{index}]"
         own = scope | {f"inputs.parameters.{name}" for name in _declared_inputs(template)}
+        if template.get("name") == spec.get("onExit"):
+            own |= EXIT_HANDLER_GLOBALS
         if "steps" in template:
             rest = {key: value for key, value in template.items() if key != "steps"}
             problems += _unresolved(rest, path, own, items=False)

@@ -333,7 +333,18 @@ def test_the_certification_workflow_stops_its_categories_holds_the_lock_and_keep
     spec = compiled_case(case)["spec"]
     templates = templates_by_name(compiled_case(case))
 
-    assert spec["onExit"] == contract.TEMPLATE_STOP_CATEGORIES
+    # The exit handler stops category Workflows still running, unless the certification succeeded (then every
+    # category ran to its end and there is nothing to stop).
+    assert spec["onExit"] == contract.TEMPLATE_ON_EXIT
+    assert templates[contract.TEMPLATE_ON_EXIT]["steps"] == [
+        [
+            {
+                "name": contract.TEMPLATE_STOP_CATEGORIES,
+                "template": contract.TEMPLATE_STOP_CATEGORIES,
+                "when": "{{workflow.status}} != Succeeded",
+            }
+        ]
+    ]
     assert templates[contract.TEMPLATE_STOP_CATEGORIES]["container"]["args"] == ["stop-categories"]
     assert spec["synchronization"] == {"mutexes": [{"name": DEFAULT_LOCK}]}
     assert spec["podGC"] == {"strategy": "OnPodSuccess", "deleteDelayDuration": "10m"}
@@ -572,6 +583,20 @@ def test_every_committed_workflow_template_is_valid_for_argo(path: Path) -> None
 
     assert rendered(workflow_problems(document)) == []
     assert document["metadata"]["name"] == path.stem
+
+
+def test_a_category_deletes_its_unfinished_trainjobs_on_exit_unless_it_succeeded() -> None:
+    for path in CATEGORY_TEMPLATE_FILES:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        templates = templates_by_name(document)
+        assert document["spec"]["onExit"] == contract.TEMPLATE_ON_EXIT, path.name
+        ((step,),) = templates[contract.TEMPLATE_ON_EXIT]["steps"]
+        assert step == {
+            "name": contract.TEMPLATE_CLEANUP,
+            "template": contract.TEMPLATE_CLEANUP,
+            "when": "{{workflow.status}} != Succeeded",
+        }, path.name
+        assert templates[contract.TEMPLATE_CLEANUP]["container"]["args"] == ["cleanup"], path.name
 
 
 # An overflow group runs in its host group's step: one fan-out, and no step Argo would draw as Skipped.
