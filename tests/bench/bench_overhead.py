@@ -410,8 +410,8 @@ def report(record: SizeRecord) -> list[str]:
     lines += [*_table(["run", *(name.replace("_", "-") for name in overhead.PARTS)], parts), ""]
     lines.append(
         "a run-group pod's time (s, mean / max over the groups whose TrainJob was seen whole), and its excess"
-        " over the workload duration (a shared runner's group has no pod: its TrainJob, then the runner"
-        " completing its node, as seen-late):"
+        " over the workload duration (a shared runner's group has no pod: from its node's creation to its TrainJob"
+        " as step-startup, then its TrainJob, then the runner completing its node as seen-late):"
     )
     phases = [
         [

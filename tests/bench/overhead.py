@@ -334,23 +334,26 @@ def run_phases(
 
 def shared_phases(status: Mapping[str, Any], workloads: Mapping[str, WorkloadTimes]) -> RunPhases:
     """With a shared runner, the part of `PHASES` a group still has, per `group` suspend node whose TrainJob was
-    seen from creation to `Complete`: TrainJob created -> workload running -> exited -> `Complete` -> the runner
-    completed the group's node (`seen_late`: its notice of the end, and the patch). There is no step pod per
-    group, so no pod or step start-up and no Argo notice of a pod's end."""
+    seen from creation to `Complete`: Argo created the node -> the runner created its TrainJob (`step_startup`:
+    the runner pod's start for the first groups, then its notice of the node, the group's thread and the
+    TrainJob's creation) -> workload running -> exited -> `Complete` -> the runner completed the group's node
+    (`seen_late`: its notice of the end, and the patch). There is no step pod per group, so no pod start-up and
+    no Argo notice of a pod's end. With `maxConcurrent` the node's start is before Argo's semaphore let it run,
+    so `step_startup` then includes the wait for a slot."""
     rows: list[dict[str, float]] = []
     for node in (status.get("nodes") or {}).values():
         if node.get("type") != "Suspend" or node.get("templateName") != GROUP_NODE_TEMPLATE:
             continue
         parameters = {item["name"]: item.get("value", "") for item in (node.get("inputs") or {}).get("parameters", [])}
         times = workloads.get(str(parameters.get("group", "")))
-        finished = node.get("finishedAt")
-        if times is None or not finished:
+        started, finished = node.get("startedAt"), node.get("finishedAt")
+        if times is None or not started or not finished:
             continue
-        points = [times.created, times.running, times.exited, times.complete, parse_time(finished)]
+        points = [parse_time(started), times.created, times.running, times.exited, times.complete, parse_time(finished)]
         if any(point is None for point in points):
             continue  # not seen whole
         seen = [point for point in points if point is not None]
-        names = ("trainjob_startup", "workload", "completion", "seen_late")
+        names = ("step_startup", "trainjob_startup", "workload", "completion", "seen_late")
         rows.append({name: _gap(a, b) for name, a, b in zip(names, seen[:-1], seen[1:], strict=True)})
     if not rows:
         return RunPhases(groups_seen=0)

@@ -267,11 +267,13 @@ def test_a_trainjob_is_matched_to_its_group_by_label() -> None:
 
 
 def test_a_shared_runners_group_splits_into_its_trainjob_and_the_runner_completing_its_node() -> None:
-    """g0: TrainJob created at 12, workload 14-74, Complete at 75, node completed at 78; g1 not yet complete."""
+    """g0: node created at 5, TrainJob created at 12, workload 14-74, Complete at 75, node completed at 78; g1
+    not yet complete."""
     status = workflow_status(120)
     status["nodes"]["n0"] = {
         "type": "Suspend",
         "templateName": "group",
+        "startedAt": at(5),
         "finishedAt": at(78),
         "inputs": {"parameters": [{"name": "group", "value": "g0"}]},
     }
@@ -282,4 +284,4 @@ def test_a_shared_runners_group_splits_into_its_trainjob_and_the_runner_completi
     }
     found = overhead.shared_phases(status, workloads)
     assert found.groups_seen == 1
-    assert found.mean == {"trainjob_startup": 2, "workload": 60, "completion": 1, "seen_late": 3}
+    assert found.mean == {"step_startup": 7, "trainjob_startup": 2, "workload": 60, "completion": 1, "seen_late": 3}
