@@ -224,6 +224,7 @@ class RunRecord:
     certification_wall: float | None = None
     breakdown: dict[str, Any] = field(default_factory=dict)
     phases: dict[str, Any] = field(default_factory=dict)
+    group_nodes: dict[str, Any] = field(default_factory=dict)  # a shared runner's `overhead.GroupNodeTimes`
     footprint: dict[str, Any] = field(default_factory=dict)
     api_requests: dict[str, int] = field(default_factory=dict)  # per service account, over the certification
     api_requests_per_minute: float | None = None
@@ -231,6 +232,16 @@ class RunRecord:
     sampler_errors: int = 0
     seconds: float = 0.0
     error: str = ""
+
+
+def _group_node_line(run: RunRecord) -> str:
+    """A shared runner's wave on its pod's clock: Argo's creation of the group nodes, the last completion."""
+    times = run.group_nodes
+    return (
+        f"{run.name}: Argo created its {times['nodes']} group nodes {_num(times['first_created'])}"
+        f" to {_num(times['last_created'])} s after the run-groups pod started; the last was completed at"
+        f" {_num(times['last_completed'])} s, the pod ended at {_num(times['runner_ended'])} s"
+    )
 
 
 def play(sim: SimCluster, api: k8s.ApiClient, spec: RunSpec, *, size: int, duration: float) -> RunRecord:
@@ -283,6 +294,8 @@ def _execute(sim: SimCluster, api: k8s.ApiClient, spec: RunSpec, namespace: str,
         else overhead.run_phases(overhead.pod_spans(status), workloads, sampler.mains())
     )
     record.phases = asdict(phases)
+    node_times = overhead.group_node_times(status)
+    record.group_nodes = asdict(node_times) if node_times is not None else {}
     _measure_footprint(sim, record, parent=parent_workflow, child=child, sampler=sampler)
 
 
@@ -431,6 +444,7 @@ def report(record: SizeRecord) -> list[str]:
         for run in runs
     ]
     lines += _table(["run", "seen", *(name.replace("_", "-") for name in overhead.PHASES), "pod excess"], phases)
+    lines += [_group_node_line(run) for run in runs if run.group_nodes]
     lines += [
         "",
         "orchestration footprint (step pods of both Workflows; API requests of the namespace's service"

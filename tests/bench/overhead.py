@@ -153,6 +153,41 @@ def group_node_count(status: Mapping[str, Any]) -> int:
     return sum(1 for node in nodes if node.get("type") == "Suspend" and node.get("templateName") == GROUP_NODE_TEMPLATE)
 
 
+@dataclass(frozen=True)
+class GroupNodeTimes:
+    """A shared runner's wave on the clock of its `run-groups` pod (seconds after the pod started): when Argo
+    created the first and the last group node, when the last group node was completed, and when the pod
+    ended. It tells a wave that waited for Argo to create its groups from one whose groups ran long."""
+
+    nodes: int
+    first_created: float
+    last_created: float
+    last_completed: float
+    runner_ended: float
+
+
+def group_node_times(status: Mapping[str, Any]) -> GroupNodeTimes | None:
+    """The `GroupNodeTimes` of a finished shared-runner Workflow; None without a runner pod or group nodes."""
+    runner = _envelope(span for span in pod_spans(status) if span.template == SHARED_RUN_TEMPLATE)
+    nodes = [
+        node
+        for node in (status.get("nodes") or {}).values()
+        if node.get("type") == "Suspend" and node.get("templateName") == GROUP_NODE_TEMPLATE
+    ]
+    created = [parse_time(node["startedAt"]) for node in nodes if node.get("startedAt")]
+    completed = [parse_time(node["finishedAt"]) for node in nodes if node.get("finishedAt")]
+    if runner is None or not created or not completed:
+        return None
+    start, end = runner
+    return GroupNodeTimes(
+        nodes=len(nodes),
+        first_created=_gap(start, min(created)),
+        last_created=_gap(start, max(created)),
+        last_completed=_gap(start, max(completed)),
+        runner_ended=_gap(start, end),
+    )
+
+
 def split_waves(spans: Sequence[Span], max_concurrent: int) -> list[list[Span]]:
     """Run-group pods in waves: `maxConcurrent` consecutive pods in start order (all when 0)."""
     size = max_concurrent if max_concurrent > 0 else max(len(spans), 1)

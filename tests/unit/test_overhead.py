@@ -285,3 +285,19 @@ def test_a_shared_runners_group_splits_into_its_trainjob_and_the_runner_completi
     found = overhead.shared_phases(status, workloads)
     assert found.groups_seen == 1
     assert found.mean == {"step_startup": 7, "trainjob_startup": 2, "workload": 60, "completion": 1, "seen_late": 3}
+
+
+def test_a_shared_runners_wave_is_timed_on_its_pod_from_the_group_nodes_creation_to_the_last_completion() -> None:
+    """The runner pod runs 20-200; Argo created the group nodes at 25 and 90, completed at 150 and 190."""
+    status = workflow_status(220, pod_node("wf[1].run-groups(0)", "run-groups", 20, 200))
+    for key, (created, completed) in {"n0": (25, 150), "n1": (90, 190)}.items():
+        status["nodes"][key] = {
+            "type": "Suspend",
+            "templateName": "group",
+            "startedAt": at(created),
+            "finishedAt": at(completed),
+        }
+    assert overhead.group_node_times(status) == overhead.GroupNodeTimes(
+        nodes=2, first_created=5, last_created=70, last_completed=170, runner_ended=180
+    )
+    assert overhead.group_node_times(workflow_status(220, pod_node("wf[1].run-group(0)", "run-group", 20, 80))) is None
