@@ -111,7 +111,8 @@ def test_diagnose_names_exactly_the_faulty_nodes_and_the_broken_link_in_the_pred
     # In the Argo UI each round is a plan-round step and its groups `r<round>-g<i>`; the last plan-round ends it.
     (child,) = scenario.workflows(api, namespace, "nvcre.nvidia.com/role=category")
     nodes = child["status"]["nodes"].values()
-    assert sum(node["type"] == "Pod" and node["templateName"] == "plan-round" for node in nodes) == predicted.rounds + 1
+    plan_rounds = [node for node in nodes if node["type"] == "Pod" and node["templateName"] == "plan-round"]
+    assert len(plan_rounds) == predicted.rounds + 1, tree
     groups = [node["displayName"] for node in nodes if scenario.is_group_node(node)]
     assert len(groups) == predicted.jobs, groups
     rounds = {name.split(":")[1].split("-")[0] for name in groups}
