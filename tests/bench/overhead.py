@@ -147,10 +147,15 @@ def pod_spans(status: Mapping[str, Any]) -> list[Span]:
     return sorted(found, key=lambda span: (span.started, span.finished))
 
 
-def group_node_count(status: Mapping[str, Any]) -> int:
-    """How many groups a shared runner ran: its Workflow's `group` suspend nodes."""
+def group_nodes(status: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """A shared runner's groups: its Workflow's `group` suspend nodes."""
     nodes = (status.get("nodes") or {}).values()
-    return sum(1 for node in nodes if node.get("type") == "Suspend" and node.get("templateName") == GROUP_NODE_TEMPLATE)
+    return [node for node in nodes if node.get("type") == "Suspend" and node.get("templateName") == GROUP_NODE_TEMPLATE]
+
+
+def group_node_count(status: Mapping[str, Any]) -> int:
+    """How many groups a shared runner ran."""
+    return len(group_nodes(status))
 
 
 @dataclass(frozen=True)
@@ -169,11 +174,7 @@ class GroupNodeTimes:
 def group_node_times(status: Mapping[str, Any]) -> GroupNodeTimes | None:
     """The `GroupNodeTimes` of a finished shared-runner Workflow; None without a runner pod or group nodes."""
     runner = _envelope(span for span in pod_spans(status) if span.template == SHARED_RUN_TEMPLATE)
-    nodes = [
-        node
-        for node in (status.get("nodes") or {}).values()
-        if node.get("type") == "Suspend" and node.get("templateName") == GROUP_NODE_TEMPLATE
-    ]
+    nodes = group_nodes(status)
     created = [parse_time(node["startedAt"]) for node in nodes if node.get("startedAt")]
     completed = [parse_time(node["finishedAt"]) for node in nodes if node.get("finishedAt")]
     if runner is None or not created or not completed:
@@ -376,9 +377,7 @@ def shared_phases(status: Mapping[str, Any], workloads: Mapping[str, WorkloadTim
     no Argo notice of a pod's end. With `maxConcurrent` the node's start is before Argo's semaphore let it run,
     so `step_startup` then includes the wait for a slot."""
     rows: list[dict[str, float]] = []
-    for node in (status.get("nodes") or {}).values():
-        if node.get("type") != "Suspend" or node.get("templateName") != GROUP_NODE_TEMPLATE:
-            continue
+    for node in group_nodes(status):
         parameters = {item["name"]: item.get("value", "") for item in (node.get("inputs") or {}).get("parameters", [])}
         times = workloads.get(str(parameters.get("group", "")))
         started, finished = node.get("startedAt"), node.get("finishedAt")
