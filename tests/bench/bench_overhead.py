@@ -60,7 +60,8 @@ with a pod per group. 256 nodes, dcgm-mc0 (7 minutes with a 23 s cluster start):
 max): 18.7 / 37 s from Argo creating its node to its TrainJob, 8.4 / 19 s to the workload running, 60 s of
 workload, 4.2 / 9 s to `Complete` and 1.1 / 6 s until the runner completed its node (35 / 59 s while it
 completed each node with a request of its own). Those parts add up to about 130 s at most, not the 259 s the
-wave lasted: the rest is before the group nodes' creation or between groups (not split here).
+wave lasted: a third run (237 s) printed that Argo created the 256 group nodes 0 to 188 s after the runner's
+pod started (the last completed at 253 s), so most of the wave is Argo creating the nodes, not the groups.
 
 Not measured: 1,024 nodes, and 5-minute jobs (the issue's goal is <= 10 % at 1,024 nodes with 5-minute
 jobs). With a step pod per group the simulator runs every step pod and its executor as a local process and the
