@@ -173,8 +173,10 @@ def run_groups_command(ctx: click.Context) -> None:
     def run_item(item: str, report: Callable[[str], None]) -> GroupStepOutcome:
         return run_group_step(kube, context, plan, item, settings=settings, measure=measure_log, report=report)
 
-    click.echo(f"running {len(items)} group(s), each as Argo lets its node run")
-    shared = run_shared(kube, context, items, run_item, report=click.echo)
+    limit = context.category.options.max_concurrent
+    at_once = f"at most {limit} at once (maxConcurrent)" if limit else "all at once"
+    click.echo(f"running {len(items)} group(s), {at_once}, each once Argo has run its node")
+    shared = run_shared(kube, context, items, run_item, limit=limit, report=click.echo)
     click.echo(shared.summary())
     if shared.failed:
         _fail_with(shared.summary())

@@ -12,15 +12,16 @@ whose orchestration footprint does not grow with the number of groups:
 
     plan ──▶ [ run-groups  +  group x N (suspend nodes, no pod) ] ──▶ record
 
-where the one `run-groups` pod runs each group when Argo's semaphore lets its `group` node run, and completes
-that node with the group's outcome (`steps.shared_runner`).
+where the one `run-groups` pod runs each group once Argo has run its `group` node, at most `maxConcurrent` at
+once, and completes that node with the group's outcome (`steps.shared_runner`).
 
 Every step is `nvcre-argo step <name>` in the package's own image, as a non-root user, reading the resolved
 category from the `category` parameter (JSON) through its environment, never through shell text. Group
 concurrency (`maxConcurrent`) is a semaphore on the run-group template whose limit the plan step writes into a
 ConfigMap named after the Workflow (see `steps.concurrency`): Argo's template-level parallelism is a fixed
 integer and this template is shared, and a Workflow's `spec.parallelism` is a field Argo's `templateReferencing:
-Strict` does not let a submitter set. `repeatCount` runs inside the run step, group by group. Why a
+Strict` does not let a submitter set. (A shared runner holds the limit itself, see `steps.shared_runner` for
+why.) `repeatCount` runs inside the run step, group by group. Why a
 WorkflowTemplate rather than a Workflow embedded in the certification Workflow: Argo resolves `{{...}}` in an
 embedded manifest and offers no escape (argo-workflows #12634), so the certification Workflow creates small
 Workflows that reference these templates instead.
@@ -218,9 +219,9 @@ def _group_outputs(value_from: dict[str, m.ValueFrom]) -> list[Parameter]:
 
 
 def _run_groups(step_image: str, retry_on_error: m.RetryStrategy) -> Container:
-    """The shared runner (`steps.shared_runner`): one pod for every group of a fan-out, however many. It takes no
-    semaphore slot itself (its groups' nodes do), and it is retried like a group's own step: it follows the
-    TrainJobs its runs created. It requests more than a step, as it runs each granted group in a thread."""
+    """The shared runner (`steps.shared_runner`): one pod for every group of a fan-out, however many, at
+    most `maxConcurrent` at once. It is retried like a group's own step: it follows the TrainJobs its runs
+    created. It requests more than a step, as it runs each group in a thread."""
     return _step(
         contract.TEMPLATE_RUN_GROUPS,
         step_image,
@@ -233,14 +234,14 @@ def _run_groups(step_image: str, retry_on_error: m.RetryStrategy) -> Container:
 
 
 def _group_node() -> Suspend:
-    """One group of a shared runner: a suspend node (no pod) under the category's semaphore. Argo grants it a
-    slot, the runner runs the group and completes the node with its phase, message and outputs."""
+    """One group of a shared runner: a suspend node (no pod). The runner runs the group when a slot is free
+    (`maxConcurrent`, which it holds: no semaphore here) and completes the node with its phase, message and
+    outputs."""
     supplied = m.ValueFrom(supplied=m.SuppliedValueFrom())
     return Suspend(
         name=contract.TEMPLATE_GROUP,
         inputs=[Parameter(name=contract.PARAM_GROUP)],
         outputs=_group_outputs({contract.OUTPUT_MEASUREMENTS: supplied, contract.OUTPUT_FAILED_NODE_COUNT: supplied}),
-        synchronization=group_semaphore(),
     )
 
 

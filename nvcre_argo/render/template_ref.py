@@ -12,7 +12,8 @@ compiles for it:
   categories still run one after another, in spec order, each surviving the failure of the one before;
 - each category Workflow carries only arguments, an entrypoint and a deadline, so the step image and the step
   pods' placement are those the templates were installed with (`nvcre-argo install --image ...`), and group
-  concurrency (`maxConcurrent`) is a semaphore the plan step sizes (`steps.concurrency`).
+  concurrency (`maxConcurrent`) is held by the shared runner or, with a pod per group, by a semaphore the plan
+  step sizes (`steps.concurrency`).
 
 The category step refuses a manifest with a field outside the allow-list before creating anything, so the
 certification's service account never creates a Workflow Argo would refuse to run, whoever wrote the

@@ -1,4 +1,5 @@
-"""How many node groups of a category run at once (`maxConcurrent`): the limit of an Argo semaphore.
+"""How many node groups of a category run at once (`maxConcurrent`) with a pod per group: the limit of an
+Argo semaphore. (A shared runner holds the limit itself; see `steps.shared_runner`.)
 
 The run-group template acquires a semaphore whose limit Argo reads from a ConfigMap named after the category
 Workflow (`{{workflow.name}}-concurrency`, key `max-concurrent`); the plan step writes that ConfigMap before

@@ -5,9 +5,10 @@ Why suspend nodes: a node with no pod behind it is the one way Argo draws each g
 message, outputs, times) without a pod per group. Argo itself completes suspend nodes from outside the
 controller the same way (`argo node set`, `argo stop --node-field-selector`): it sets the node's phase,
 message, finish time and supplied outputs in the Workflow's status, and the controller goes on from there
-(the semaphore slot is released, the next step runs). The runner changes nothing else, and only nodes that
-are still running as it read them (`completion_patch` says how), so a group someone resumed by hand, or that
-a stopped Workflow failed, is never overwritten. The nodes are read as the watcher reads them
+(the next step runs). The runner changes nothing else, and only nodes that are still running as it read them
+(`node_patch` says how), so a group someone resumed by hand, or that a stopped Workflow failed, is never
+overwritten. Besides completing nodes, the runner writes the message of a node whose group waits for a slot
+(`maxConcurrent`), which is all a waiting group shows. The nodes are read as the watcher reads them
 (`watch.workflows.nodes`), from `status.nodes` or Argo's compressed map. The verdict never rests on these
 nodes: the record step reads the groups' result ConfigMaps.
 """
@@ -32,10 +33,11 @@ class GroupNode:
     item: str
     node_id: str
     phase: str
+    message: str = ""
 
     @property
     def running(self) -> bool:
-        """Argo granted it a slot of the category's semaphore (maxConcurrent) and it waits for its outcome."""
+        """Argo has run the node, which now waits for the runner to run its group and complete it."""
         return self.phase == RUNNING
 
     @property
@@ -55,7 +57,12 @@ def group_nodes(workflow: Mapping[str, Any], items: Iterable[str]) -> dict[str, 
         item = _group_input(node)
         if item not in wanted:
             continue
-        candidate = GroupNode(item=item, node_id=str(node.get("id") or node_id), phase=str(node.get("phase") or ""))
+        candidate = GroupNode(
+            item=item,
+            node_id=str(node.get("id") or node_id),
+            phase=str(node.get("phase") or ""),
+            message=str(node.get("message") or ""),
+        )
         if item not in found or candidate.running:
             found[item] = candidate
     return found
@@ -96,10 +103,11 @@ class Completion:
         return fields
 
 
-def completion_patch(workflow: Mapping[str, Any], completions: Mapping[str, Completion]) -> list[dict[str, Any]]:
-    """The one JSON patch that ends every running group node of `completions` (by node id) in `workflow` as
-    read. It applies only to the Workflow as read, or the API server refuses all of it (422) and the caller
-    reads it again:
+def node_patch(workflow: Mapping[str, Any], changes: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The one JSON patch that sets, on every running group node of `changes` (by node id) in `workflow` as
+    read, the fields given (a `Completion`'s, or a waiting group's message); a field given as None is removed
+    (a group that starts loses its waiting message). It applies only to the Workflow as read, or the API server
+    refuses all of it (422) and the caller reads it again:
     - nodes in `status.nodes`: each node's first operation tests that it is still Running, so Argo's own
       updates of other nodes in between do not matter;
     - nodes in `status.compressedNodes` (Argo compresses a Workflow past its size limit, at thousands of
@@ -107,25 +115,28 @@ def completion_patch(workflow: Mapping[str, Any], completions: Mapping[str, Comp
     Nodes not Running in `workflow` are left out."""
     all_nodes = workflows.nodes(workflow)
     running = {
-        node_id: c for node_id, c in completions.items() if (all_nodes.get(node_id) or {}).get("phase") == RUNNING
+        node_id: fields for node_id, fields in changes.items() if (all_nodes.get(node_id) or {}).get("phase") == RUNNING
     }
     if not running:
         return []
     if workflows.nodes_compressed(workflow):
-        for node_id, completion in running.items():
-            all_nodes[node_id] = {**all_nodes[node_id], **completion.fields()}
+        for node_id, fields in running.items():
+            node = {**all_nodes[node_id], **fields}
+            all_nodes[node_id] = {key: value for key, value in node.items() if value is not None}
         version = str((workflow.get("metadata") or {}).get("resourceVersion") or "")
         return [
             {"op": "test", "path": "/metadata/resourceVersion", "value": version},
             {"op": "replace", "path": "/status/compressedNodes", "value": workflows.encode_compressed_nodes(all_nodes)},
         ]
     operations: list[dict[str, Any]] = []
-    for node_id, completion in running.items():
+    for node_id, fields in running.items():
         path = f"/status/nodes/{_pointer_token(node_id)}"
         operations.append({"op": "test", "path": f"{path}/phase", "value": RUNNING})
-        operations.extend(
-            {"op": "add", "path": f"{path}/{key}", "value": value} for key, value in completion.fields().items()
-        )
+        for key, value in fields.items():
+            if value is None:
+                operations.append({"op": "remove", "path": f"{path}/{key}"})
+            else:
+                operations.append({"op": "add", "path": f"{path}/{key}", "value": value})
     return operations
 
 

@@ -1,11 +1,16 @@
 """One step pod runs all the groups of a fan-out (`nvcre-argo step run-groups`), so a category's orchestration
 footprint does not grow with its groups: 1,024 per-node groups are one pod, not 1,024 waiting pods.
 
-Each group is still a node of its own in the Argo UI: a `group` suspend node beside the runner, under the
-category's semaphore. The runner follows its Workflow's status; when Argo grants a group a slot (its node
-turns Running), the runner runs it in a thread of its own (`steps.group_step`, the same code as a group's own
-step pod) and, when it ends, completes its node with its outcome (`steps.group_nodes`). Argo then releases
-the slot and grants the next group, so `maxConcurrent` and the "waiting for a lock" display are Argo's own.
+Each group is still a node of its own in the Argo UI: a `group` suspend node beside the runner. The runner
+follows its Workflow's status; when Argo has run a group's node (it turns Running), the runner runs the group in
+a thread of its own (`steps.group_step`, the same code as a group's own step pod) and, when it ends, completes
+its node with its outcome (`steps.group_nodes`).
+
+The runner, not an Argo semaphore, holds `maxConcurrent` here: it runs at most that many groups at once, in the
+fan-out's order, and a group waiting for a slot says so in its node's message. Why not the semaphore that bounds
+a pod per group: Argo's controller asks it for every one of a fan-out's nodes on every pass over the Workflow,
+and reads the semaphore's limit from its ConfigMap each time (unless its `semaphoreLimitCacheSeconds` is set),
+so at 256 groups it took three minutes to create the nodes, passes cut short by its 30-second operation limit.
 
 Idempotent like the run step: an evicted runner is retried by Argo (`retryStrategy: OnError`), finds the
 groups still running and follows the TrainJobs their runs created. Groups already completed are left alone.
@@ -29,7 +34,7 @@ from nvcre_argo.kube.client import KubeClient
 from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.kube.resources import WORKFLOWS
 from nvcre_argo.steps.context import StepContext
-from nvcre_argo.steps.group_nodes import Completion, GroupNode, completion_patch, group_nodes
+from nvcre_argo.steps.group_nodes import Completion, GroupNode, group_nodes, node_patch
 from nvcre_argo.steps.group_step import GroupStepOutcome
 
 log = logging.getLogger(__name__)
@@ -78,12 +83,14 @@ def run_shared(
     items: Sequence[str],
     run_item: RunItem,
     *,
+    limit: int | None = None,
     report: Callable[[str], None] = print,
     poll_seconds: float = POLL_SECONDS,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> SharedRun:
-    """Run every group of `items` whose node Argo lets run, complete its node, and return when all of them
-    have a final node. `run_item(item, report)` runs one group (in a thread of its own)."""
+    """Run every group of `items` whose node Argo has run, at most `limit` at once (`maxConcurrent`; None or 0:
+    all at once), complete its node, and return when all of them have a final node. `run_item(item, report)`
+    runs one group (in a thread of its own)."""
     done: queue.Queue[tuple[str, GroupStepOutcome]] = queue.Queue()
     started: set[str] = set()
     ended: dict[str, GroupStepOutcome] = {}  # groups run to their end whose node was not yet read final
@@ -91,17 +98,18 @@ def run_shared(
     while True:
         workflow = _workflow(kube, context)
         nodes = group_nodes(workflow, items)
-        for item in items:
-            node = nodes.get(item)
-            if node is not None and node.running and item not in started:
-                started.add(item)
-                _start(item, run_item, report, done)
         while not done.empty():
             item, outcome = done.get_nowait()
             ended[item] = outcome
-        _settle(kube, context, workflow, nodes, ended, result=result, report=report, now=now)
-        unfinished = [item for item in items if item not in nodes or not nodes[item].finished]
         running = started - set(ended) - set(result.outcomes) - set(result.completed_elsewhere)
+        for item in startable(items, nodes, started, free=limit - len(running) if limit else None):
+            started.add(item)
+            running.add(item)
+            _start(item, run_item, report, done)
+        _settle(
+            kube, context, workflow, nodes, ended, running=running, limit=limit, result=result, report=report, now=now
+        )
+        unfinished = [item for item in items if item not in nodes or not nodes[item].finished]
         if not unfinished and not running and not ended:
             return result
         try:
@@ -109,6 +117,22 @@ def run_shared(
             ended[item] = outcome
         except queue.Empty:
             pass
+
+
+def startable(
+    items: Sequence[str], nodes: Mapping[str, GroupNode], started: set[str], *, free: int | None
+) -> list[str]:
+    """The groups to start now, in the fan-out's order: those whose node runs and that have not started, at
+    most `free` of them (None: no limit). In order, so that a retried runner picks up the groups its
+    predecessor was running before any it had not started (the groups start in order, so the ones still
+    running come first among those not finished)."""
+    ready = [item for item in items if item not in started and item in nodes and nodes[item].running]
+    return ready if free is None else ready[: max(0, free)]
+
+
+def waiting_message(limit: int) -> str:
+    """What the node of a group waiting for a slot shows (fixed, so that it is written once)."""
+    return f"waiting for a slot: at most {limit} group(s) run at once (maxConcurrent)"
 
 
 def _workflow(kube: KubeClient, context: StepContext) -> dict[str, object]:
@@ -151,15 +175,18 @@ def _settle(
     nodes: Mapping[str, GroupNode],
     ended: dict[str, GroupStepOutcome],
     *,
+    running: set[str],
+    limit: int | None,
     result: SharedRun,
     report: Callable[[str], None],
     now: Callable[[], datetime],
 ) -> None:
-    """Complete the nodes of the groups that ended, all in one request (at a wave's end hundreds of groups end
-    within seconds; a request each would make the last wait for all the others), and forget those whose node
-    reads final. A group stays in `ended` until its node reads final: should the patch be refused (the
-    Workflow changed since it was read) or an update of Argo's carry the node back to Running, the next pass
-    writes it again."""
+    """Bring the group nodes up to date, all in one request: complete the nodes of the groups that ended (at a
+    wave's end hundreds of groups end within seconds; a request each would make the last wait for all the
+    others), and write or clear the message of each group waiting for a slot. Forget the ended groups whose node
+    reads final. A group stays in `ended` until its node reads final: should the patch be refused (the Workflow
+    changed since it was read) or an update of Argo's carry the node back to Running, the next pass writes it
+    again."""
     for item in list(ended):
         node = nodes.get(item)
         if node is None or not node.finished:
@@ -168,19 +195,31 @@ def _settle(
             result.completed_elsewhere[item] = node.phase
             report(f"[{item}] its node is {node.phase}, not Running: left as it is (its result is recorded)")
         del ended[item]
-    writing = {nodes[item].node_id: item for item in ended if item in nodes and nodes[item].running}
-    if not writing:
-        return
     finished_at = now().strftime("%Y-%m-%dT%H:%M:%SZ")
-    completions = {node_id: _completion(ended[item], finished_at) for node_id, item in writing.items()}
+    completing = {item for item in ended if item in nodes and nodes[item].running}
+    changes: dict[str, dict[str, Any]] = {}
+    for item, node in nodes.items():
+        if not node.running:
+            continue
+        if item in completing:
+            changes[node.node_id] = _completion(ended[item], finished_at).fields()
+            if node.message and "message" not in changes[node.node_id]:
+                changes[node.node_id]["message"] = None  # a waiting message, outlived
+        elif item in running:
+            if node.message:
+                changes[node.node_id] = {"message": None}
+        elif limit and node.message != waiting_message(limit):
+            changes[node.node_id] = {"message": waiting_message(limit)}
+    if not changes:
+        return
     try:
-        kube.json_patch(WORKFLOWS, context.workflow_name, completion_patch(workflow, completions), context.namespace)
+        kube.json_patch(WORKFLOWS, context.workflow_name, node_patch(workflow, changes), context.namespace)
     except ApiError as error:
         if error.status not in STALE_READ_STATUSES:
             raise
-        log.info("%d group node(s) changed before they were completed (%s); reading them again", len(writing), error)
+        log.info("%d group node(s) changed before they were written (%s); reading them again", len(changes), error)
         return
-    for item in writing.values():
+    for item in completing:
         result.outcomes[item] = ended[item]
 
 

@@ -1,9 +1,10 @@
-"""The shared runner against a real API server: it runs the groups whose suspend node Argo lets run, completes
-each node with its outcome by a JSON patch, and never overwrites a node that someone else completed.
+"""The shared runner against a real API server: it runs the groups whose suspend node Argo has run, at most
+`maxConcurrent` at once, completes each node with its outcome by a JSON patch, and never overwrites a node that
+someone else completed.
 
 No Argo controller runs here, so the test plays it: it writes the Workflow's status nodes (the Workflow CRD has
 no status subresource, so a status change is an update of the object, as Argo's own `argo node set` makes) and
-grants a waiting group its slot by turning its node Running.
+runs a pending group's node by turning it Running.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from nvcre_argo.kube.client import KubeClient
 from nvcre_argo.kube.resources import WORKFLOWS
 from nvcre_argo.steps.context import StepContext
 from nvcre_argo.steps.group_step import GroupStepOutcome
-from nvcre_argo.steps.shared_runner import SharedRun, run_shared
+from nvcre_argo.steps.shared_runner import SharedRun, run_shared, waiting_message
 from nvcre_argo.watch import workflows
 from tests.integration.steps_support import NodeSet, create_context, resolve_category
 
@@ -50,7 +51,7 @@ def suspend_node(workflow: str, index: int, item: str, phase: str) -> dict[str, 
 
 
 def set_phase(kube: KubeClient, context: StepContext, node_id: str, phase: str) -> None:
-    """What Argo does when it grants a slot (Pending -> Running), or `argo resume` (Running -> Succeeded)."""
+    """What Argo does when it runs a node (Pending -> Running), or `argo resume` (Running -> Succeeded)."""
     workflow = kube.get(WORKFLOWS, context.workflow_name, context.namespace)
     assert workflow is not None
     workflow["status"]["nodes"][node_id]["phase"] = phase
@@ -93,7 +94,7 @@ def create_workflow(kube: KubeClient, nodes: NodeSet, phases: dict[str, str], *,
 
 @pytest.fixture
 def context(kube: KubeClient, nodes: NodeSet) -> StepContext:
-    """Four groups: g0 granted a slot, g1 waiting for one, g2 long done, g3 granted."""
+    """Four groups: g0 run by Argo, g1 not yet, g2 long done, g3 run."""
     return create_workflow(kube, nodes, PHASES, compressed=False)
 
 
@@ -113,13 +114,19 @@ class Groups:
 
 
 def run_in_background(
-    kube: KubeClient, context: StepContext, groups: Groups, lines: list[str], items: tuple[str, ...] = tuple(PHASES)
+    kube: KubeClient,
+    context: StepContext,
+    groups: Groups,
+    lines: list[str],
+    *,
+    items: tuple[str, ...] = tuple(PHASES),
+    limit: int | None = None,
 ) -> dict[str, Any]:
     box: dict[str, Any] = {}
 
     def body() -> None:
         try:
-            box["result"] = run_shared(kube, context, items, groups, report=lines.append, poll_seconds=0.1)
+            box["result"] = run_shared(kube, context, items, groups, limit=limit, report=lines.append, poll_seconds=0.1)
         except BaseException as error:  # reported by the test, not lost in the thread
             box["error"] = error
 
@@ -136,7 +143,9 @@ def finish(box: dict[str, Any]) -> SharedRun:
     return result
 
 
-def test_the_runner_runs_granted_groups_and_completes_their_nodes(kube: KubeClient, context: StepContext) -> None:
+def test_the_runner_runs_the_groups_whose_node_runs_and_completes_their_nodes(
+    kube: KubeClient, context: StepContext
+) -> None:
     failed = GroupStepOutcome(False, "1 node(s) failed: n1 (WorkloadFailed): exit code 1", "", "1")
     groups = Groups(
         {
@@ -147,8 +156,8 @@ def test_the_runner_runs_granted_groups_and_completes_their_nodes(kube: KubeClie
     )
     lines: list[str] = []
     box = run_in_background(kube, context, groups, lines)
-    wait_for(lambda: sorted(groups.started) == ["g0", "g3"], "the granted groups to start")
-    assert "g1" not in groups.started, "a group waiting for its slot must not run"
+    wait_for(lambda: sorted(groups.started) == ["g0", "g3"], "the groups whose node runs to start")
+    assert "g1" not in groups.started, "a group whose node Argo has not run must not run"
 
     groups.released["g0"].set()
     wait_for(lambda: nodes_of(kube, context)["cert-0-0"]["phase"] == "Succeeded", "g0's node to succeed")
@@ -161,8 +170,8 @@ def test_the_runner_runs_granted_groups_and_completes_their_nodes(kube: KubeClie
     }
     assert "message" not in g0
 
-    set_phase(kube, context, "cert-0-1", "Running")  # Argo grants g1 the slot g0 released
-    wait_for(lambda: "g1" in groups.started, "g1 to start once granted")
+    set_phase(kube, context, "cert-0-1", "Running")  # Argo runs g1's node
+    wait_for(lambda: "g1" in groups.started, "g1 to start once its node runs")
     groups.released["g1"].set()
     groups.released["g3"].set()
     result = finish(box)
@@ -213,7 +222,7 @@ def test_groups_of_a_compressed_workflow_are_run_and_completed_in_its_compressed
     failed = GroupStepOutcome(False, "1 node(s) failed: n1 (WorkloadFailed): exit code 1", "", "1")
     groups = Groups({"g0": GroupStepOutcome(True, "", "busBandwidthGBps=452.1", "0"), "g1": failed})
     box = run_in_background(kube, context, groups, [], items=("g0", "g1", "g2"))
-    wait_for(lambda: sorted(groups.started) == ["g0", "g1"], "both granted groups to start")
+    wait_for(lambda: sorted(groups.started) == ["g0", "g1"], "both groups whose node runs to start")
     for event in groups.released.values():
         event.set()
     result = finish(box)
@@ -228,3 +237,33 @@ def test_groups_of_a_compressed_workflow_are_run_and_completed_in_its_compressed
     assert written["cert-0-1"]["message"] == failed.summary
     assert written["cert-0-2"] == suspend_node("cert-0", 2, "g2", "Succeeded"), "a finished group is left alone"
     assert result.failed == ["g1"]
+
+
+def test_at_most_max_concurrent_groups_run_and_the_waiting_ones_say_so(kube: KubeClient, nodes: NodeSet) -> None:
+    """maxConcurrent 2 over four groups whose nodes all run: two start, in order; the other two nodes show the
+    waiting message until a slot frees, and no message is left once they run."""
+    context = create_workflow(kube, nodes, dict.fromkeys(("g0", "g1", "g2", "g3"), "Running"), compressed=False)
+    groups = Groups({item: GroupStepOutcome(True, "", "", "0") for item in ("g0", "g1", "g2", "g3")})
+    lines: list[str] = []
+    box = run_in_background(kube, context, groups, lines, items=("g0", "g1", "g2", "g3"), limit=2)
+    waiting = waiting_message(2)
+
+    def messages() -> list[str]:
+        found = nodes_of(kube, context)
+        return [found[f"cert-0-{index}"].get("message", "") for index in range(4)]
+
+    wait_for(lambda: messages() == ["", "", waiting, waiting], "the two waiting groups' message")
+    assert groups.started == ["g0", "g1"]
+
+    groups.released["g1"].set()
+    wait_for(lambda: "g2" in groups.started, "g2 to take the slot g1 freed")
+    wait_for(lambda: messages()[2] == "", "g2's waiting message to go")
+    assert sorted(groups.started) == ["g0", "g1", "g2"], "g3 still waits: g0 and g2 hold the two slots"
+    assert messages()[3] == waiting
+    for event in groups.released.values():
+        event.set()
+    result = finish(box)
+
+    assert sorted(result.outcomes) == ["g0", "g1", "g2", "g3"]
+    assert [node["phase"] for node in nodes_of(kube, context).values()] == ["Succeeded"] * 4
+    assert messages() == ["", "", "", ""]

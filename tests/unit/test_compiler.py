@@ -477,7 +477,7 @@ def test_workload_labels_merge_global_then_category_then_the_queue_label() -> No
 def test_max_concurrent_reaches_the_plan_step_in_the_category_argument_not_the_workflow_spec() -> None:
     manifests = category_manifests(compiled_case("max-concurrent"))
 
-    # The plan step sizes the group semaphore from the argument (steps.concurrency); Argo's strict template
+    # The runner, or the plan step sizing the group semaphore, reads it from the argument; Argo's strict template
     # referencing would refuse a category Workflow setting spec.parallelism.
     assert all("parallelism" not in manifest["spec"] for manifest in manifests)
     arguments = [

@@ -1,16 +1,18 @@
-"""The shared runner's view of its groups: which suspend node is whose, and the patch that completes one."""
+"""The shared runner's view of its groups: which suspend node is whose, and the patch that writes them."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from nvcre_argo import contract
-from nvcre_argo.steps.group_nodes import Completion, GroupNode, completion_patch, group_nodes
+from nvcre_argo.steps.group_nodes import Completion, GroupNode, group_nodes, node_patch
 from nvcre_argo.watch import workflows
 
 
-def node(node_id: str, item: str, phase: str, *, kind: str = "Suspend", template: str = "group") -> dict[str, Any]:
-    return {
+def node(
+    node_id: str, item: str, phase: str, *, kind: str = "Suspend", template: str = "group", message: str = ""
+) -> dict[str, Any]:
+    written = {
         "id": node_id,
         "name": f"wf[1].group({item})",
         "displayName": f"group({item})",
@@ -19,6 +21,7 @@ def node(node_id: str, item: str, phase: str, *, kind: str = "Suspend", template
         "phase": phase,
         "inputs": {"parameters": [{"name": "group", "value": item}]},
     }
+    return {**written, "message": message} if message else written
 
 
 def workflow(*nodes: dict[str, Any]) -> dict[str, Any]:
@@ -28,7 +31,7 @@ def workflow(*nodes: dict[str, Any]) -> dict[str, Any]:
 def test_each_item_maps_to_its_suspend_node_and_other_nodes_are_ignored() -> None:
     found = group_nodes(
         workflow(
-            node("wf-1", "g0", "Running"),
+            node("wf-1", "g0", "Running", message="waiting for a slot"),
             node("wf-2", "g1", "Pending"),
             node("wf-3", "g2", "Succeeded"),
             node("wf-4", "g3", "Running", kind="Pod", template="run-group"),  # a group's own step pod
@@ -37,7 +40,7 @@ def test_each_item_maps_to_its_suspend_node_and_other_nodes_are_ignored() -> Non
         ["g0", "g1", "g2", "g3"],
     )
     assert found == {
-        "g0": GroupNode("g0", "wf-1", "Running"),
+        "g0": GroupNode("g0", "wf-1", "Running", "waiting for a slot"),
         "g1": GroupNode("g1", "wf-2", "Pending"),
         "g2": GroupNode("g2", "wf-3", "Succeeded"),
     }
@@ -66,9 +69,10 @@ FAILED = Completion(
 PASSED = Completion(passed=True, message="", outputs={}, finished_at="2026-12-02T05:00:01Z")
 
 
-def test_the_completion_patch_tests_that_each_node_still_runs_before_changing_it() -> None:
-    operations = completion_patch(
-        workflow(node("wf-1", "g0", "Running"), node("wf-2", "g1", "Running")), {"wf-1": FAILED, "wf-2": PASSED}
+def test_the_patch_tests_that_each_node_still_runs_before_changing_it() -> None:
+    operations = node_patch(
+        workflow(node("wf-1", "g0", "Running"), node("wf-2", "g1", "Running")),
+        {"wf-1": FAILED.fields(), "wf-2": PASSED.fields()},
     )
     assert operations[0] == {"op": "test", "path": "/status/nodes/wf-1/phase", "value": "Running"}
     assert operations[5] == {"op": "test", "path": "/status/nodes/wf-2/phase", "value": "Running"}
@@ -91,20 +95,38 @@ def test_the_completion_patch_tests_that_each_node_still_runs_before_changing_it
 
 def test_a_node_no_longer_running_as_read_is_left_out_and_none_left_is_no_patch() -> None:
     read = workflow(node("wf-1", "g0", "Succeeded"), node("wf-2", "g1", "Running"))
-    paths = {operation["path"] for operation in completion_patch(read, {"wf-1": FAILED, "wf-2": PASSED})}
+    paths = {operation["path"] for operation in node_patch(read, {"wf-1": FAILED.fields(), "wf-2": PASSED.fields()})}
     assert all(path.startswith("/status/nodes/wf-2/") for path in paths)
-    assert completion_patch(read, {"wf-1": FAILED, "gone": PASSED}) == []
+    assert node_patch(read, {"wf-1": FAILED.fields(), "gone": PASSED.fields()}) == []
+
+
+def test_a_field_given_as_none_is_removed() -> None:
+    """A group that starts loses the message it showed while it waited for a slot."""
+    read = workflow(node("wf-1", "g0", "Running", message="waiting"), node("wf-2", "g1", "Running"))
+    assert node_patch(read, {"wf-1": {"message": None}, "wf-2": {"message": "waiting"}}) == [
+        {"op": "test", "path": "/status/nodes/wf-1/phase", "value": "Running"},
+        {"op": "remove", "path": "/status/nodes/wf-1/message"},
+        {"op": "test", "path": "/status/nodes/wf-2/phase", "value": "Running"},
+        {"op": "add", "path": "/status/nodes/wf-2/message", "value": "waiting"},
+    ]
 
 
 def test_odd_node_keys_are_escaped() -> None:
-    operations = completion_patch(workflow(node("a/b~c", "g0", "Running")), {"a/b~c": PASSED})
+    operations = node_patch(workflow(node("a/b~c", "g0", "Running")), {"a/b~c": PASSED.fields()})
     assert all(operation["path"].startswith("/status/nodes/a~1b~0c/") for operation in operations)
 
 
 def test_compressed_nodes_are_found_and_completed_in_one_rewrite_tested_by_resource_version() -> None:
     """Argo keeps a Workflow past its size limit as `status.compressedNodes`: the runner reads its groups there
     and writes the whole map back, only onto the Workflow as read."""
-    nodes = {item["id"]: item for item in (node("wf-1", "g0", "Running"), node("wf-2", "g1", "Running"))}
+    nodes = {
+        item["id"]: item
+        for item in (
+            node("wf-1", "g0", "Running"),
+            node("wf-2", "g1", "Running"),
+            node("wf-3", "g2", "Running", message="waiting"),
+        )
+    }
     read = {
         "metadata": {"resourceVersion": "4242"},
         "status": {"compressedNodes": workflows.encode_compressed_nodes(nodes)},
@@ -113,7 +135,7 @@ def test_compressed_nodes_are_found_and_completed_in_one_rewrite_tested_by_resou
         "g0": GroupNode("g0", "wf-1", "Running"),
         "g1": GroupNode("g1", "wf-2", "Running"),
     }
-    test, rewrite = completion_patch(read, {"wf-1": FAILED})
+    test, rewrite = node_patch(read, {"wf-1": FAILED.fields(), "wf-3": {"message": None}})
     assert test == {"op": "test", "path": "/metadata/resourceVersion", "value": "4242"}
     assert rewrite["op"] == "replace"
     assert rewrite["path"] == "/status/compressedNodes"
@@ -122,3 +144,4 @@ def test_compressed_nodes_are_found_and_completed_in_one_rewrite_tested_by_resou
     assert written["wf-1"] == {**nodes["wf-1"], **FAILED.fields()}
     assert written["wf-1"]["phase"] == "Failed"
     assert written["wf-1"]["message"] == FAILED.message
+    assert written["wf-3"] == node("wf-3", "g2", "Running"), "a field given as None is removed"

@@ -195,11 +195,15 @@ def test_the_group_semaphore_limit_is_max_concurrent_or_no_limit_at_all(
     assert concurrency_limit(plan, max_concurrent) == expected
 
 
-def test_every_group_of_a_category_workflow_takes_the_semaphore_the_plan_step_sizes() -> None:
+def test_a_group_pod_takes_the_semaphore_the_plan_step_sizes_and_a_shared_runners_group_node_none() -> None:
+    """With a pod per group Argo's semaphore holds maxConcurrent; a shared runner holds it itself, as Argo's
+    controller would ask the semaphore for each of its group nodes on every pass (`steps.shared_runner`)."""
     template = build_category_template(domain="d", variant="v", description="", step_image="i", diagnose=True)
-    (run_group,) = [t for t in template["spec"]["templates"] if t["name"] == contract.TEMPLATE_RUN_GROUP]
-    reference = run_group["synchronization"]["semaphores"][0]["configMapKeyRef"]
+    by_name = {t["name"]: t for t in template["spec"]["templates"]}
+    reference = by_name[contract.TEMPLATE_RUN_GROUP]["synchronization"]["semaphores"][0]["configMapKeyRef"]
     assert reference == {"name": "{{workflow.name}}-concurrency", "key": contract.CONCURRENCY_KEY}
+    assert "synchronization" not in by_name[contract.TEMPLATE_GROUP]
+    assert "synchronization" not in by_name[contract.TEMPLATE_RUN_GROUPS]
 
 
 @pytest.mark.parametrize("path", CATEGORY_TEMPLATE_FILES, ids=lambda path: path.stem)
