@@ -21,6 +21,8 @@ LABEL_ROLE = f"{GROUP}/role"
 LABEL_WORKFLOW = f"{GROUP}/workflow"
 LABEL_RECORD = f"{GROUP}/record"
 LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+# JobSet's label on its pods; a TrainJob's JobSet bears the TrainJob's name.
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 MANAGED_BY = "nvcre-argo"
 ROLE_PARENT = "certification"
 ROLE_CATEGORY = "category"

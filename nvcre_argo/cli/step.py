@@ -12,6 +12,7 @@ import logging
 import os
 import signal
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
@@ -24,6 +25,7 @@ from nvcre_argo.kube.client import KubeClient
 from nvcre_argo.kube.connect import connect
 from nvcre_argo.plan.model import PlanError
 from nvcre_argo.steps.category_manifest import CategoryManifestError, select_category_workflow
+from nvcre_argo.steps.category_mirror import open_category_mirror
 from nvcre_argo.steps.children import Parent, follow_child, stop_children, stop_if_parent_stopping
 from nvcre_argo.steps.cleanup import cleanup_step
 from nvcre_argo.steps.concurrency import publish_concurrency
@@ -31,7 +33,7 @@ from nvcre_argo.steps.context import StepContext, parse_category
 from nvcre_argo.steps.deadline import set_category_deadline
 from nvcre_argo.steps.diagnosing import plan_round_step
 from nvcre_argo.steps.following import RunSettings
-from nvcre_argo.steps.group_step import GroupStepOutcome, run_group_step
+from nvcre_argo.steps.group_step import GroupStepOutcome, fan_out_nodes, run_group_step
 from nvcre_argo.steps.health import health_expression
 from nvcre_argo.steps.measurements import measure_log
 from nvcre_argo.steps.planning import load_plan, plan_step
@@ -168,15 +170,16 @@ def run_groups_command(ctx: click.Context) -> None:
     except (LookupError, PlanError, ValueError) as error:
         click.echo(f"error: {error}", err=True)
         _fail_with(str(error))
-    settings = _run_settings(context)
-
-    def run_item(item: str, report: Callable[[str], None]) -> GroupStepOutcome:
-        return run_group_step(kube, context, plan, item, settings=settings, measure=measure_log, report=report)
-
     limit = context.category.options.max_concurrent
     at_once = f"at most {limit} at once (maxConcurrent)" if limit else "all at once"
     click.echo(f"running {len(items)} group(s), {at_once}, each once Argo has run its node")
-    shared = run_shared(kube, context, items, run_item, limit=limit, report=click.echo)
+    with open_category_mirror(kube, context, fan_out_nodes(plan, items)) as mirror:
+        settings = replace(_run_settings(context), mirror=mirror, until_changed=mirror.until_changed)
+
+        def run_item(item: str, report: Callable[[str], None]) -> GroupStepOutcome:
+            return run_group_step(kube, context, plan, item, settings=settings, measure=measure_log, report=report)
+
+        shared = run_shared(kube, context, items, run_item, limit=limit, report=click.echo)
     click.echo(shared.summary())
     if shared.failed:
         _fail_with(shared.summary())

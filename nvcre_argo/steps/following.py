@@ -24,6 +24,7 @@ from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.kube.resources import PODS, TRAINJOBS, Resource
 from nvcre_argo.measure.checkpoints import last_saved_iteration, loaded_iteration
 from nvcre_argo.measure.megatron import MegatronResult, parse_megatron_log
+from nvcre_argo.names import JOBSET_NAME_LABEL
 from nvcre_argo.resolve.duration import duration_seconds
 from nvcre_argo.results import (
     HARDWARE_FAILURE_DETECTED,
@@ -31,6 +32,7 @@ from nvcre_argo.results import (
     WORKLOAD_FAILED,
     sanitize_log_tail,
 )
+from nvcre_argo.steps.category_mirror import CategoryMirror
 from nvcre_argo.steps.context import StepContext
 from nvcre_argo.steps.health import DEFAULT_HEALTH_EXPRESSION
 from nvcre_argo.steps.measurement_wait import Measure, MeasurementWait, await_measurement, timeout_message
@@ -63,8 +65,6 @@ from nvcre_argo.steps.workload import (
 
 log = logging.getLogger(__name__)
 
-
-JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 # The pods list on every poll takes pages this large, so a full-scale group of 4,096 nodes costs one request.
 POLL_PAGE_SIZE = 5000
 
@@ -86,6 +86,9 @@ class RunSettings:
     training_log: TrainingLog = read_training_log
     # How a checkpointing workload's first rank's log end is read for its checkpoint lines (likewise).
     checkpoint_log: TrainingLog = read_checkpoint_log
+    # Where a running workload's TrainJob, pods and Nodes are read (the shared runner's mirrors); None: from
+    # the API server. Its final state is read from the API server either way (see `observe`).
+    mirror: CategoryMirror | None = None
 
     def pause(self, kube: KubeClient, trainjob: Mapping[str, Any] | None) -> None:
         """The wait before the next poll of `trainjob` (as last read)."""
@@ -204,11 +207,7 @@ def follow_trainjob(
         return Followed(result, crashed, watched.checkpoint, clock.active_seconds)
 
     while True:
-        trainjob = kube.get(TRAINJOBS, name, context.namespace)
-        pods, _ = kube.list(PODS, context.namespace, label_selector=f"{JOBSET_NAME_LABEL}={name}", limit=POLL_PAGE_SIZE)
-        for failure in rank_failures(pods, context.category.entry.gpu_replicated_jobs):
-            seen_failures.setdefault((failure.pod, failure.container), failure)
-        phase = classify(trainjob, pods)
+        trainjob, pods, phase = observe(kube, context, name, settings.mirror, seen_failures)
         now = settings.clock()
         clock = clock.advance(phase, now)
         if phase is not last_phase:
@@ -278,6 +277,42 @@ def follow_trainjob(
             message = f"TrainJob/{name} timed out after {context.category.timeout_per_job} of running time"
             return ended(failed_iteration(iteration, name, message, nodes, WORKLOAD_FAILED))
         settings.pause(kube, trainjob)
+
+
+def observe(
+    kube: KubeClient,
+    context: StepContext,
+    name: str,
+    mirror: CategoryMirror | None,
+    seen_failures: dict[tuple[str, str], RankFailure],
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]], Phase]:
+    """One poll's reading of the TrainJob and its pods, and its phase; the failed ranks seen are added to
+    `seen_failures`. From the mirror while the workload runs; a final state (Complete, Failed, gone) read
+    there is read again from the API server, TrainJob then pods, so the verdict sees the pods at least as they
+    were when the TrainJob ended (two mirrors lag independently)."""
+    if mirror is None:
+        trainjob, pods = _read(kube, context, name)
+    else:
+        trainjob, pods = mirror.trainjob(kube, name), mirror.workload_pods(name)
+        if classify(trainjob, pods).terminal:
+            _note_failures(context, pods, seen_failures)
+            trainjob, pods = _read(kube, context, name)
+    _note_failures(context, pods, seen_failures)
+    return trainjob, pods, classify(trainjob, pods)
+
+
+def _read(kube: KubeClient, context: StepContext, name: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The TrainJob and its pods, from the API server."""
+    trainjob = kube.get(TRAINJOBS, name, context.namespace)
+    pods, _ = kube.list(PODS, context.namespace, label_selector=f"{JOBSET_NAME_LABEL}={name}", limit=POLL_PAGE_SIZE)
+    return trainjob, pods
+
+
+def _note_failures(
+    context: StepContext, pods: list[dict[str, Any]], seen_failures: dict[tuple[str, str], RankFailure]
+) -> None:
+    for failure in rank_failures(pods, context.category.entry.gpu_replicated_jobs):
+        seen_failures.setdefault((failure.pod, failure.container), failure)
 
 
 def _check_running(

@@ -8,7 +8,7 @@ the outcome becomes the group's suspend node's phase, message and outputs).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from nvcre_argo.kube.client import KubeClient
@@ -34,6 +34,11 @@ class GroupStepOutcome:
     summary: str
     measurements: str
     failed_node_count: str
+
+
+def fan_out_nodes(plan: Plan, items: Sequence[str]) -> set[str]:
+    """Every node the items of a fan-out test: their groups' and those of the overflow groups they host."""
+    return {node for item in items for member in (plan.group(item), *plan.hosted_by(item)) for node in member.nodes}
 
 
 def run_group_step(

@@ -33,6 +33,7 @@ from typing import Any
 
 from nvcre_argo.kube.client import DEFAULT_PAGE_SIZE, KubeClient
 from nvcre_argo.kube.follow import WATCH_TIMEOUT_SECONDS, Callbacks, Follower, Selection
+from nvcre_argo.kube.mirror import Mirror, Subscriber
 from nvcre_argo.kube.resources import NODES
 from nvcre_argo.steps.health import HealthCheck, node_name
 
@@ -114,7 +115,8 @@ class NodeWatch:
 
     With a selection, entering lists and opens the watch (`kube.follow.Follower`: in the calling thread, so
     the first poll already sees every node), then a daemon thread follows it; without one, nothing happens
-    until `sick()`."""
+    until `sick()`. With a `shared` mirror of the category's Nodes (the shared runner's), entering subscribes
+    to the group's nodes there instead, and the selection is not used: one watch serves every group."""
 
     def __init__(
         self,
@@ -122,17 +124,20 @@ class NodeWatch:
         health: GroupHealth,
         selection: Selection | None,
         *,
+        shared: Mirror | None = None,
         page_size: int = DEFAULT_PAGE_SIZE,
         timeout_seconds: int = WATCH_TIMEOUT_SECONDS,
     ) -> None:
         self.kube = kube
         self.health = health
         self.selection = selection
+        self.shared = shared
+        self._subscriber: Subscriber | None = None
         callbacks = Callbacks(
             keep=lambda node: node_name(node) in health.names, on_list=health.replace, on_event=self._on_event
         )
         self._follower: Follower | None = None
-        if selection is not None:
+        if selection is not None and shared is None:
             self._follower = Follower(
                 kube,
                 NODES,
@@ -145,6 +150,8 @@ class NodeWatch:
             )
 
     def __enter__(self) -> NodeWatch:
+        if self.shared is not None:
+            self._subscriber = self.shared.subscribe(self.health.names, self.health.replace, self._on_event)
         if self._follower is not None:
             self._follower.__enter__()
         return self
@@ -156,6 +163,9 @@ class NodeWatch:
 
     def close(self) -> None:
         """Stop following the group's Nodes (promptly) and wait for the watch thread to end."""
+        if self._subscriber is not None and self.shared is not None:
+            self.shared.unsubscribe(self._subscriber)
+            self._subscriber = None
         if self._follower is not None:
             self._follower.close()
 

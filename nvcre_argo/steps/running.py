@@ -169,8 +169,11 @@ def _run_iteration(
         if collision:
             return failed_iteration(iteration, name, collision, nodes, WORKLOAD_FAILED)
         # The monitor follows the group's Nodes for the whole workload, and stops with it, however it ends.
+        shared = settings.mirror.nodes if settings.mirror is not None else None
         health = (
-            NodeWatch(kube, GroupHealth(nodes, check), selection) if monitor_enabled(context.category.target) else None
+            NodeWatch(kube, GroupHealth(nodes, check), selection, shared=shared)
+            if monitor_enabled(context.category.target)
+            else None
         )
         with health if health is not None else contextlib.nullcontext():
             followed = follow_trainjob(

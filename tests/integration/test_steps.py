@@ -35,11 +35,14 @@ import pytest
 from nvcre_argo import contract
 from nvcre_argo.kube.client import Backoff, KubeClient
 from nvcre_argo.kube.connect import connect
+from nvcre_argo.kube.follow import Selection
+from nvcre_argo.kube.mirror import Mirror
 from nvcre_argo.kube.resources import CONFIGMAPS, NODES, TRAINING_RUNTIMES, TRAINJOBS
 from nvcre_argo.names import LABEL_WORKFLOW
 from nvcre_argo.plan.model import Exclusion, NodeGroup, Plan, PlanError
 from nvcre_argo.plan.storage import plan_from_configmap
 from nvcre_argo.render.certification_workflow import category_arguments
+from nvcre_argo.steps.category_mirror import CategoryMirror, open_category_mirror
 from nvcre_argo.steps.cleanup import cleanup_step
 from nvcre_argo.steps.context import StepContext
 from nvcre_argo.steps.following import RunSettings
@@ -119,12 +122,14 @@ class Step:
         matched: int | None = None,
         training_log: TrainingLog | None = None,
         checkpoint_log: TrainingLog | None = None,
+        mirror: CategoryMirror | None = None,
     ) -> tuple[GroupResult, Script]:
         """run_group for one planned group, the cluster changing between polls as `actions` say; measured
         from the canned NCCL log unless `measure` says otherwise (no kubelet serves pods/log here). `matched`
         is the plan's candidate count, as the run command passes it, unless the test says otherwise. A training
         category's stall detection reads `training_log` (the last rank's log end on each poll) when given, and a
-        checkpointing one `checkpoint_log` (the first rank's)."""
+        checkpointing one `checkpoint_log` (the first rank's). With a `mirror`, the group reads as under the
+        shared runner."""
         plan = plan or self.plan()
         (members,) = [item.nodes for item in plan.groups if item.name == group]
         script = Script(self.clock, actions)
@@ -140,6 +145,7 @@ class Step:
                 sleep=script,
                 training_log=training_log or read_training_log,
                 checkpoint_log=checkpoint_log or read_checkpoint_log,
+                mirror=mirror,
             ),
             measure=measure or canned_measure(NCCL_LOG),
             report=self.lines.append,
@@ -634,6 +640,47 @@ def test_a_failed_trainjob_blames_only_the_node_whose_rank_failed_first(kube: Ku
     assert later not in message, "a rank that failed after the culprit is not named"
     assert "log unavailable" in message, "without a kubelet the log cannot be read, and the message says so"
     assert step.trainjob() is not None, "a finished TrainJob is kept for inspection"
+
+
+def test_under_the_mirror_a_failed_trainjob_still_blames_the_first_failed_rank_though_its_pods_lag(
+    kube: KubeClient, nodes: NodeSet
+) -> None:
+    """The TrainJob's mirror sees it Failed while the pods' mirror has not seen the failed rank (here: it
+    stopped following before the pods existed). Judged from the mirrors, nothing would explain the failure
+    and the whole group would be blamed; the verdict is read from the API server, so only the culprit is."""
+    members = nodes.add_many(2)
+    step = make_step(kube, nodes, ALL_REDUCE)
+    culprit = f"{TRAINJOB}-node-0-1-q9w4z"
+
+    def fail() -> None:
+        create_rank_pod(
+            kube,
+            step.namespace,
+            name=culprit,
+            trainjob=TRAINJOB,
+            node=members[1],
+            exit_code=137,
+            reason="OOMKilled",
+            finished_at="2026-01-01T00:00:00Z",
+        )
+        set_trainjob_condition(kube, step.namespace, TRAINJOB, "Failed", "FailedJobs", message="a job failed")
+
+    def trainjob_seen_failed() -> None:
+        held = trainjobs.get(TRAINJOB) or {}
+        if not any(item.get("type") == "Failed" for item in (held.get("status") or {}).get("conditions") or []):
+            time.sleep(0.05)  # the watch's event is on its way: the poll reads the mirror again
+
+    pods_selection = Selection(label_selector="jobset.sigs.k8s.io/jobset-name")
+    with (
+        Mirror(kube, TRAINJOBS, step.namespace, Selection(), what="TrainJob") as trainjobs,
+        Mirror(kube, CONFIGMAPS, step.namespace, pods_selection, what="Pod") as stale_pods,  # never holds a pod
+    ):
+        mirror = CategoryMirror(step.namespace, trainjobs, stale_pods, nodes=None)
+        result, _ = step.run("g0", [(1, fail), *[(0, trainjob_seen_failed)] * 200], mirror=mirror)
+
+    assert {(node, reason) for node, reason, _ in failures(result)} == {(members[1], "WorkloadFailed")}
+    (message,) = {message for _, _, message in failures(result)}
+    assert f"first failure: pod {culprit} on node {members[1]}" in message
 
 
 def test_a_failure_no_rank_explains_is_recorded_on_every_node_and_says_so(kube: KubeClient, nodes: NodeSet) -> None:
@@ -1311,6 +1358,60 @@ def test_a_steady_poll_costs_the_trainjob_and_its_pods_and_at_most_a_get_per_nod
         if category is DCGM:
             selector = {"labelSelector": None, "fieldSelector": f"metadata.name={nodes.name(sick)}"}
         assert {key: listed[key] for key in selector} == selector
+
+
+def test_under_the_mirror_a_steady_poll_sends_no_request_and_the_verdict_is_read_from_the_api_server(
+    kube: KubeClient, nodes: NodeSet
+) -> None:
+    """The shared runner's groups read their TrainJob, pods and Nodes from its mirrors: between the
+    TrainJob's creation and its end a group sends nothing; its end is read again (the TrainJob, its pods)."""
+    nodes.add_many(3)
+    step = make_step(kube, nodes, ALL_REDUCE)
+    plan = step.plan()
+    counting = CountingKube(kube)
+    step.kube = counting
+    polls: list[list[tuple[str, str, dict[str, Any]]]] = []
+
+    def end_of_poll() -> None:
+        polls.append(list(counting.sent))
+        counting.sent.clear()
+
+    def until_the_mirror_holds_the_trainjob() -> None:
+        deadline = time.monotonic() + 10
+        while mirror.trainjobs.get(TRAINJOB) is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        end_of_poll()
+
+    with open_category_mirror(counting, step.context, plan.group("g0").nodes) as mirror:
+        assert mirror.nodes is not None
+        assert len(mirror.nodes) == 3
+        counting.sent.clear()
+        result, _ = step.run(
+            "g0",
+            [
+                (1, until_the_mirror_holds_the_trainjob),
+                (1, end_of_poll),
+                (1, end_of_poll),
+                (1, lambda: complete_trainjob(kube, step.namespace, TRAINJOB)),  # not counted: the Trainer's
+                *UNTIL_THE_WATCH_SEES_IT,
+            ],
+            plan=plan,
+            mirror=mirror,
+        )
+    end_of_poll()
+
+    assert result.succeeded
+    first, *steady, last = polls
+    assert ("POST", f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{step.namespace}/trainjobs") in [
+        (method, path) for method, path, _ in first
+    ]
+    assert steady == [[], []], "no request between the TrainJob's creation and its end"
+    paths = [path for _, path, _ in last]
+    assert paths[:2] == [
+        f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{step.namespace}/trainjobs/{TRAINJOB}",
+        f"/api/v1/namespaces/{step.namespace}/pods",
+    ], "the end is read from the API server: the TrainJob, then its pods"
+    assert not [path for path in paths if path.startswith("/api/v1/nodes")], "the Nodes come from the mirror"
 
 
 def _synthetic_plan(nodes_per_group: int, *, eligible: int = 10_000, excluded: int = 1_000) -> Plan:
