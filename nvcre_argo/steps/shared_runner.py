@@ -200,21 +200,8 @@ def _settle(
             result.completed_elsewhere[item] = node.phase
             report(f"[{item}] its node is {node.phase}, not Running: left as it is (its result is recorded)")
         del ended[item]
-    finished_at = now().strftime("%Y-%m-%dT%H:%M:%SZ")
     completing = {item for item in ended if item in nodes and nodes[item].running}
-    changes: dict[str, dict[str, Any]] = {}
-    for item, node in nodes.items():
-        if not node.running:
-            continue
-        if item in completing:
-            changes[node.node_id] = _completion(ended[item], finished_at).fields()
-            if node.message and "message" not in changes[node.node_id]:
-                changes[node.node_id]["message"] = None  # a waiting message, outlived
-        elif item in running:
-            if node.message:
-                changes[node.node_id] = {"message": None}
-        elif limit and node.message != waiting_message(limit):
-            changes[node.node_id] = {"message": waiting_message(limit)}
+    changes = node_changes(nodes, {item: ended[item] for item in completing}, running=running, limit=limit, at=now())
     if not changes:
         return
     try:
@@ -226,6 +213,36 @@ def _settle(
         return
     for item in completing:
         result.outcomes[item] = ended[item]
+
+
+def node_changes(
+    nodes: Mapping[str, GroupNode],
+    completing: Mapping[str, GroupStepOutcome],
+    *,
+    running: set[str],
+    limit: int | None,
+    at: datetime,
+) -> dict[str, dict[str, Any]]:
+    """What to write to the group nodes Argo shows Running, by node id (a field given as None is removed):
+    the outcome of each group in `completing` (a waiting message it had is cleared with it), no message on a
+    group that runs, and the waiting message on a group that waits for a slot (only when `limit` bounds the
+    groups; written once, since it never changes). Nodes that need nothing are left out."""
+    finished_at = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    changes: dict[str, dict[str, Any]] = {}
+    for item, node in nodes.items():
+        if not node.running:
+            continue
+        if item in completing:
+            fields: dict[str, Any] = _completion(completing[item], finished_at).fields()
+            if node.message and "message" not in fields:
+                fields["message"] = None  # a waiting message, outlived
+            changes[node.node_id] = fields
+        elif item in running:
+            if node.message:
+                changes[node.node_id] = {"message": None}
+        elif limit and node.message != waiting_message(limit):
+            changes[node.node_id] = {"message": waiting_message(limit)}
+    return changes
 
 
 def _completion(outcome: GroupStepOutcome, finished_at: str) -> Completion:
