@@ -122,3 +122,34 @@ def test_a_deleted_pod_is_removed_only_after_its_container_stopped_within_the_gr
     )
     took = time.monotonic() - began
     assert 3 <= took < 15, f"the pod went after {took:.1f} s; expected the 3 s grace period, then SIGKILL"
+
+
+def _ready(core: k8s.CoreV1Api, node: str) -> str:
+    conditions = core.read_node(node).status.conditions or []
+    return next((item.status for item in conditions if item.type == "Ready"), "-")
+
+
+def test_a_node_the_lifecycle_controller_marked_unknown_is_reported_ready_again(
+    sim: SimCluster, api: k8s.ApiClient
+) -> None:
+    """What the node lifecycle controller writes when a node's Lease is late (on a loaded machine, the sim
+    kubelet's renewals of a thousand Leases can be): Ready Unknown. A kubelet's next status update says Ready
+    again, and so does the sim kubelet, or the node stays unreachable-tainted and its pods are evicted."""
+    core = k8s.CoreV1Api(api)
+    node = next(spec.name for spec in reversed(sim.nodes) if spec.gpus)  # the last: tests use the first first
+    unknown = {"type": "Ready", "status": "Unknown", "reason": "NodeStatusUnknown", "message": "Kubelet stopped"}
+    core.patch_node_status(node, {"status": {"conditions": [unknown]}})
+    assert _ready(core, node) == "Unknown"
+
+    scenario.wait_for(
+        f"node {node} to be Ready again",
+        lambda: _ready(core, node) == "True",
+        timeout_s=TIMEOUT_S,
+        describe=lambda: f"Ready is {_ready(core, node)}",
+    )
+    scenario.wait_for(
+        f"the node lifecycle controller to lift node {node}'s unreachable taints",
+        lambda: not [t for t in core.read_node(node).spec.taints or [] if t.key == "node.kubernetes.io/unreachable"],
+        timeout_s=TIMEOUT_S,
+        describe=lambda: str(core.read_node(node).spec.taints),
+    )

@@ -23,12 +23,14 @@ Run as ``python -m tests.sim.kubelet CONFIG.json`` (the harness does); SIGTERM s
 from __future__ import annotations
 
 import collections
+import json
 import logging
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,12 @@ log = logging.getLogger("sim-kubelet")
 
 LEASE_NAMESPACE = "kube-node-lease"
 LEASE_SECONDS = 40
+# Lease renewals in flight at once (the API client's connection pool holds more).
+HEARTBEAT_WORKERS = 8
+# The API client's connection pool: the heartbeat's renewals, the pod watch and the pods' status writes.
+CONNECTIONS = 32
+# Every how many heartbeats the nodes' Ready condition is checked (a LIST of every node).
+READY_CHECK_EVERY = 3
 WATCH_TIMEOUT_SECONDS = 300
 SIM_MARK_ANNOTATION = "sim.nvcre.nvidia.com/marked-by"
 
@@ -117,7 +125,10 @@ def node_status(resources: Mapping[str, str], log_port: int, *, ready: bool) -> 
 class SimKubelet:
     def __init__(self, config: KubeletConfig) -> None:
         self.config = config
-        self.api = k8s_config.new_client_from_config(config_file=config.kubeconfig)  # type: ignore[no-untyped-call]
+        configuration = k8s.Configuration()
+        k8s_config.load_kube_config(config_file=config.kubeconfig, client_configuration=configuration)  # type: ignore[no-untyped-call]
+        configuration.connection_pool_maxsize = CONNECTIONS
+        self.api = k8s.ApiClient(configuration)
         self.core = k8s.CoreV1Api(self.api)
         self.coordination = k8s.CoordinationV1Api(self.api)
         self.nodes = {node.name: node for node in config.nodes}
@@ -154,12 +165,48 @@ class SimKubelet:
         self.core.patch_node_status(name, {"status": status})
 
     def heartbeat_forever(self) -> None:
-        while not self.stopping.is_set():
-            for name in list(self.nodes):
-                if name not in self.down:
-                    self._renew_lease(name)
-            self._restore_finished_marks()
-            self.stopping.wait(self.config.heartbeat_seconds)
+        """Renew every live node's Lease each `heartbeat_seconds`, as each node's kubelet would, and say Ready
+        again where the node lifecycle controller wrote Unknown.
+
+        The renewals run in parallel: one after another, a thousand of them on a loaded API server took longer
+        than the controller's grace period, so nodes went Unknown (and then unreachable-tainted: the step pods'
+        node evicted its pods) while this process was alive."""
+        passes = 0
+        with ThreadPoolExecutor(HEARTBEAT_WORKERS, thread_name_prefix="lease") as pool:
+            while not self.stopping.is_set():
+                began = time.monotonic()
+                list(pool.map(self._renew_lease, [name for name in self.nodes if name not in self.down]))
+                took = time.monotonic() - began
+                if took > LEASE_SECONDS / 4:
+                    log.warning("renewing %d leases took %.1fs", len(self.nodes), took)
+                if passes % READY_CHECK_EVERY == 0:
+                    self._report_ready_again()
+                passes += 1
+                self._restore_finished_marks()
+                self.stopping.wait(max(0.0, self.config.heartbeat_seconds - took))
+
+    def _report_ready_again(self) -> None:
+        """Write Ready=True on live nodes whose Ready the node lifecycle controller set to Unknown (their Lease
+        was late), as a kubelet's next status update does; only that condition, so a simulated fault's
+        condition stays."""
+        try:
+            response = self.core.list_node(_preload_content=False)
+            listed = json.loads(response.data)["items"]
+        except (ApiException, OSError, ValueError) as error:
+            log.warning("listing the nodes to check Ready: %s", error)
+            return
+        for node in listed:
+            name = node["metadata"]["name"]
+            ready = [item for item in node["status"].get("conditions") or [] if item["type"] == "Ready"]
+            if name not in self.nodes or name in self.down or (ready and ready[0]["status"] == "True"):
+                continue
+            log.warning("node %s: Ready was %s; reporting it Ready again", name, ready[0]["status"] if ready else "-")
+            conditions = node_status({}, self.config.log_port, ready=True)["conditions"]
+            condition = next(item for item in conditions if item["type"] == "Ready")
+            try:
+                self.core.patch_node_status(name, {"status": {"conditions": [condition]}})
+            except ApiException as error:
+                log.warning("node %s: cannot report it Ready: %s", name, error.reason)
 
     def _renew_lease(self, name: str) -> None:
         body = {
