@@ -273,12 +273,12 @@ def _execute(sim: SimCluster, api: k8s.ApiClient, spec: RunSpec, namespace: str,
         record.phase = scenario.wait_workflow_done(api, namespace, parent, timeout_s=run_timeout_s(size=record.size))
     sampler.sample()  # what the last interval may have missed (cleanup may already have deleted some)
     record.sampler_errors = sampler.errors
-    parent_workflow = scenario.get_workflow(api, namespace, parent)
+    parent_workflow = overhead.with_plain_nodes(scenario.get_workflow(api, namespace, parent))
     record.certification_wall = overhead.seconds_between(*_bounds(parent_workflow))
     children = scenario.workflows(api, namespace, f"{LABEL_ROLE}={ROLE_CATEGORY}")
     if len(children) != 1:
         raise RuntimeError(f"expected one category Workflow, found {len(children)}")
-    child = children[0]
+    child = overhead.with_plain_nodes(children[0])
     record.category_workflow = child["metadata"]["name"]
     status = child.get("status") or {}
     if not status.get("finishedAt"):

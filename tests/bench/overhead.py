@@ -39,6 +39,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from nvcre_argo.names import LABEL_GROUP
+from nvcre_argo.watch import workflows
 
 RUN_TEMPLATE: Final = "run-group"
 # With `--shared-runner`: one pod runs every group, each group a suspend node (`steps.shared_runner`).
@@ -145,6 +146,15 @@ def pod_spans(status: Mapping[str, Any]) -> list[Span]:
             )
         )
     return sorted(found, key=lambda span: (span.started, span.finished))
+
+
+def with_plain_nodes(workflow: Mapping[str, Any]) -> dict[str, Any]:
+    """The Workflow with its node map in `status.nodes`, also when Argo compressed it into
+    `status.compressedNodes` (a category of about a thousand groups): every reader here reads `status.nodes`."""
+    status = dict(workflow.get("status") or {})
+    status["nodes"] = workflows.nodes(workflow)
+    status.pop("compressedNodes", None)
+    return {**workflow, "status": status}
 
 
 def group_nodes(status: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from nvcre_argo.names import LABEL_GROUP
+from nvcre_argo.watch import workflows
 from tests.bench import overhead
 
 
@@ -301,3 +302,18 @@ def test_a_shared_runners_wave_is_timed_on_its_pod_from_the_group_nodes_creation
         nodes=2, first_created=5, last_created=70, last_completed=170, runner_ended=180
     )
     assert overhead.group_node_times(workflow_status(220, pod_node("wf[1].run-group(0)", "run-group", 20, 80))) is None
+
+
+def test_a_workflow_whose_nodes_argo_compressed_is_read_like_one_whose_nodes_are_plain() -> None:
+    """At about a thousand groups Argo moves the node map into `status.compressedNodes`; the benchmark once
+    read an empty `status.nodes` there and reported no groups, no waves and no step pods."""
+    node = {"id": "wf-1", "type": "Suspend", "templateName": overhead.GROUP_NODE_TEMPLATE, "phase": "Succeeded"}
+    compressed = {
+        "status": {"phase": "Succeeded", "compressedNodes": workflows.encode_compressed_nodes({"wf-1": node})}
+    }
+    plain = overhead.with_plain_nodes(compressed)
+    assert plain["status"]["nodes"] == {"wf-1": node}
+    assert "compressedNodes" not in plain["status"]
+    assert overhead.group_node_count(plain["status"]) == 1
+    already = {"status": {"nodes": {"wf-1": node}}}
+    assert overhead.with_plain_nodes(already) == already
