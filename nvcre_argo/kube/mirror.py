@@ -5,9 +5,8 @@ Nodes. Asked of the API server, that is a GET, a LIST and a watch per group ever
 groups about 190 requests a second, more than anything else on the client side. One mirror per kind of
 object answers all of those reads from memory, and its one watch replaces the per-group ones.
 
-What a reader gets, and what it must not assume:
 Only the objects `keep` accepts are held (the category's own Nodes, not every Node of the cluster), each
-without its `managedFields`.
+without its `managedFields`. What a reader gets, and what it must not assume:
 
 - `get(name)` is the object as the watch last saw it, or None when the mirror has not seen it (yet: an
   object just created may reach the watch a moment after its creator; the caller decides whether to ask the
@@ -71,7 +70,7 @@ class Subscriber:
 
 
 class Mirror:
-    """`with Mirror(kube, resource, namespace, selection, what="TrainJobs") as mirror:` holds every object of
+    """`with Mirror(kube, resource, namespace, selection, what="TrainJob") as mirror:` holds every object of
     the selection until closed; entering lists them (so the first read already sees them all)."""
 
     def __init__(

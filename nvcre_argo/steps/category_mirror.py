@@ -40,7 +40,7 @@ from nvcre_argo.steps.health import monitor_enabled, node_name
 
 @dataclass(frozen=True)
 class CategoryMirror:
-    """The shared reads of one category's runner; `open` it for the runner's life."""
+    """The shared reads of one category's runner, open for the runner's life (`open_category_mirror`)."""
 
     namespace: str
     trainjobs: Mirror

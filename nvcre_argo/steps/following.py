@@ -2,7 +2,8 @@
 judge the end (attributed failure, measured success).
 
 The health check follows the group's Nodes with one list + watch for the life of a workload
-(`steps.node_watch`), so a steady poll costs two requests (the TrainJob, its pods) whatever the group's size.
+(`steps.node_watch`), so a steady poll costs two requests (the TrainJob, its pods) whatever the group's size,
+and none under the shared runner, whose groups read all three from its mirrors (`steps.category_mirror`).
 A workload that succeeded is measured from its log, waiting up to `measurementTimeout` for the measurement to
 appear (`steps.measurement_wait`). A training workload that stops making progress (no first iteration within
 `startupStallTimeoutSeconds`, or no new one for 3 x its average step time) is deleted and failed

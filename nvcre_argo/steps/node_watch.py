@@ -12,6 +12,8 @@ How the group's nodes are read (`Selection`, chosen by the run step):
 - a field selector `metadata.name=<node>` (a one-node group): one list + watch of that node alone;
 - none (a few nodes of a large target): one GET per node per poll, as a watch of the whole target would list
   far more Nodes than the group has, once per concurrent group.
+Under the shared runner none of these is used: every group subscribes to its nodes in the runner's one
+mirror of the category's Nodes (`steps.category_mirror`).
 
 A group node the watch does not cover is a "stray" and is read with its own GET on every poll: with a label
 selector a node whose labels changed so it left the selector arrives as DELETED and must still be checked;
