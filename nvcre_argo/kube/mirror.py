@@ -11,9 +11,10 @@ without its `managedFields`. What a reader gets, and what it must not assume:
 - `get(name)` is the object as the watch last saw it, or None when the mirror has not seen it (yet: an
   object just created may reach the watch a moment after its creator; the caller decides whether to ask the
   API server then);
-- `indexed(value)` are the objects whose `index_label` has that value (the pods of one JobSet);
+- `indexed(value)` are the objects whose `index_label` has that value;
 - `wait_for_change(name, version, timeout)` returns as soon as the watch brings news of that object, instead
-  of opening a watch of its own;
+  of opening a watch of its own; `notifying(event, name=..., index=...)` sets an event of the caller's on any
+  news of an object or of an index value, so one wait can span several mirrors;
 - `subscribe(names, ...)` hands the objects of those names to callbacks: all of them now and after every
   relist, then each event, so a group's Node health follows the shared watch as it would its own.
 
@@ -29,9 +30,10 @@ before the snapshot it follows; they must be quick and must not call back into t
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -92,7 +94,8 @@ class Mirror:
         self._keep = keep
         self._objects: dict[str, Obj] = {}
         self._index: dict[str, set[str]] = defaultdict(set)
-        self._waiters: dict[str, list[threading.Event]] = defaultdict(list)
+        # ("name", name) or ("index", value) -> the events to set on news of it
+        self._waiters: dict[tuple[str, str], list[threading.Event]] = defaultdict(list)
         self._subscribers: dict[str, list[Subscriber]] = defaultdict(list)
         self._lock = threading.Lock()  # the store, the index, the waiters, the subscriber table
         self._delivery = threading.Lock()  # orders what subscribers are told: a snapshot, then events
@@ -145,20 +148,35 @@ class Mirror:
         `version` is news at once; an object the mirror has not seen yet is waited for (its creation's event is
         on its way), so a reader that found it only through the API server does not spin."""
         event = threading.Event()
+        with self.notifying(event, name=name):
+            if self.differs(name, version):
+                return True
+            return event.wait(timeout_seconds)
+
+    def differs(self, name: str, version: str) -> bool:
+        """Whether the mirror holds `name` at another version than `version` (not holding it is no news)."""
         with self._lock:
             held = self._objects.get(name)
-            if held is not None and _version(held) != version:
-                return True
-            self._waiters[name].append(event)
+            return held is not None and _version(held) != version
+
+    @contextlib.contextmanager
+    def notifying(self, event: threading.Event, *, name: str | None = None, index: str | None = None) -> Iterator[None]:
+        """Within the block, `event` is set on news of object `name` and of any object of index value `index`
+        (and when the mirror closes)."""
+        keys = [(kind, value) for kind, value in (("name", name), ("index", index)) if value is not None]
+        with self._lock:
+            for key in keys:
+                self._waiters[key].append(event)
         try:
-            return event.wait(timeout_seconds)
+            yield
         finally:
             with self._lock:
-                waiting = self._waiters.get(name, [])
-                if event in waiting:
-                    waiting.remove(event)
-                if not waiting:
-                    self._waiters.pop(name, None)
+                for key in keys:
+                    waiting = self._waiters.get(key, [])
+                    if event in waiting:
+                        waiting.remove(event)
+                    if not waiting:
+                        self._waiters.pop(key, None)
 
     def subscribe(
         self, names: Iterable[str], on_list: Callable[[list[Obj]], None], on_event: Callable[[str, Obj], None]
@@ -202,12 +220,13 @@ class Mirror:
                     if label is not None:
                         self._index[label].add(name)
                 changed = [
-                    name
-                    for name in self._waiters
-                    if (before.get(name) is None) != (name not in self._objects)
-                    or (name in self._objects and _version(before[name]) != _version(self._objects[name]))
+                    key
+                    for key in self._waiters
+                    if key[0] == "index"
+                    or (before.get(key[1]) is None) != (key[1] not in self._objects)
+                    or (key[1] in self._objects and _version(before[key[1]]) != _version(self._objects[key[1]]))
                 ]
-                woken = [event for name in changed for event in self._waiters[name]]
+                woken = [event for key in changed for event in self._waiters[key]]
                 subscribers = {id(item): item for listed in self._subscribers.values() for item in listed}
                 snapshots = [
                     (item, [self._objects[name] for name in sorted(item.names) if name in self._objects])
@@ -234,14 +253,16 @@ class Mirror:
                     self._index[old_label].discard(name)
                     if not self._index[old_label]:
                         del self._index[old_label]
+                label = self._label(obj)
                 if kind == "DELETED":
                     self._objects.pop(name, None)
+                elif label is not None:
+                    self._objects[name] = obj
+                    self._index[label].add(name)
                 else:
                     self._objects[name] = obj
-                    label = self._label(obj)
-                    if label is not None:
-                        self._index[label].add(name)
-                woken = list(self._waiters.get(name, ()))
+                keys = [("name", name), *(("index", value) for value in {old_label, label} if value is not None)]
+                woken = [event for key in keys for event in self._waiters.get(key, ())]
                 subscribers = list(self._subscribers.get(name, ()))
             for event in woken:
                 event.set()
