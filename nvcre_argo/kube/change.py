@@ -4,7 +4,8 @@ Why: a step that polls an object every N seconds learns of its end N/2 seconds l
 groups pays that delay once per wave. Watching the one object (a field selector on its name, from the
 resourceVersion the caller last read) for at most the poll interval ends the pause on the first change, and
 costs the same one request per pause as a sleep followed by a poll. Anything unexpected (the watch refused, a
-dropped connection) falls back to sleeping out the interval, so the poll loop never spins.
+dropped connection) falls back to sleeping out the interval, so the poll loop never spins. A BOOKMARK is not
+news: the API server sends one to a watcher shortly before the watch's timeout, carrying only a version.
 """
 
 from __future__ import annotations
@@ -52,8 +53,9 @@ def wait_for_change(
         sleep(timeout_seconds)
         return False
     try:
-        for _event in stream:
-            return True
+        for kind, _object in stream:
+            if kind != "BOOKMARK":
+                return True
     except ApiError as error:
         log.info("the watch of %s %s ended: %s", resource.kind, metadata.get("name"), error)
     finally:
