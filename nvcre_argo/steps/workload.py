@@ -111,11 +111,17 @@ class Clock:
 
 
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+EXIT_SIGTERM = 143
+"""A container's exit code when SIGTERM ended it: how the kubelet stops the containers of a pod being deleted."""
 
 
 @dataclass(frozen=True)
 class RankFailure:
-    """A container of a rank pod (a pod of a GPU replicated job) that terminated with a non-zero exit code."""
+    """A container of a rank pod (a pod of a GPU replicated job) that terminated with a non-zero exit code.
+
+    `stopped_by_deletion`: SIGTERM ended it while its pod was being deleted, the kubelet stopping it. When a
+    rank crashes, JobSet deletes the group's other Jobs (and the Job controller its other pods) at once, so the
+    groupmates' containers end within the same second as the crash; `finishedAt` counts whole seconds."""
 
     pod: str
     node: str
@@ -123,6 +129,7 @@ class RankFailure:
     exit_code: int
     reason: str
     finished_at: str
+    stopped_by_deletion: bool = False
 
     def describe(self) -> str:
         detail = f"pod {self.pod} on node {self.node}: container {self.container} exited {self.exit_code}"
@@ -151,6 +158,8 @@ def rank_failures(pods: Sequence[dict[str, Any]], rank_jobs: Collection[str]) ->
                         exit_code=int(state["exitCode"]),
                         reason=str(state.get("reason") or ""),
                         finished_at=str(state.get("finishedAt") or ""),
+                        stopped_by_deletion=bool(metadata.get("deletionTimestamp"))
+                        and int(state["exitCode"]) == EXIT_SIGTERM,
                     )
                 )
     return found
@@ -158,9 +167,13 @@ def rank_failures(pods: Sequence[dict[str, Any]], rank_jobs: Collection[str]) ->
 
 def first_failures(failures: Collection[RankFailure]) -> list[RankFailure]:
     """The failures that came first: the culprits. When one rank dies, its groupmates fail after it (a
-    collective or a torch elastic group tears down), so only the earliest failures say which node broke."""
+    collective or a torch elastic group tears down, or their pods are deleted), so only the earliest failures
+    say which node broke. Within the earliest second, a container the kubelet stopped because its pod was being
+    deleted is a consequence, not a cause, when a failure of its own ended in the same second; alone, or only
+    with others stopped that way (the first failure an eviction, say), it is still the culprit."""
     timed = [failure for failure in failures if failure.finished_at]
     if not timed:
         return sorted(failures, key=lambda failure: failure.pod)
     earliest = min(failure.finished_at for failure in timed)
-    return [failure for failure in timed if failure.finished_at == earliest]
+    first = [failure for failure in timed if failure.finished_at == earliest]
+    return [failure for failure in first if not failure.stopped_by_deletion] or first

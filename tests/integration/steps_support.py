@@ -206,9 +206,11 @@ def create_rank_pod(
     reason: str = "Error",
     finished_at: str = "2026-01-01T00:00:00Z",
     replicated_job: str = "node",
+    being_deleted: bool = False,
 ) -> None:
     """A pod of the TrainJob's JobSet (a rank of `replicated_job`) on `node` whose container terminated with
-    `exit_code` at `finished_at`."""
+    `exit_code` at `finished_at`; `being_deleted`: deleted, and held Terminating by a finalizer (with its
+    `deletionTimestamp`) until `release_pod`."""
     kube.create(
         {
             "apiVersion": "v1",
@@ -217,6 +219,7 @@ def create_rank_pod(
                 "name": name,
                 "namespace": namespace,
                 "labels": {JOBSET_NAME: trainjob, "jobset.sigs.k8s.io/replicatedjob-name": replicated_job},
+                **({"finalizers": [TEST_FINALIZER]} if being_deleted else {}),
             },
             "spec": {"nodeName": node, "containers": [{"name": "node", "image": "nccl-tests:test"}]},
         }
@@ -235,6 +238,16 @@ def create_rank_pod(
         ],
     }
     kube.merge_patch(PODS, name, {"status": status}, namespace, subresource="status")
+    if being_deleted:
+        kube.delete(PODS, name, namespace)
+
+
+TEST_FINALIZER = "nvcre.nvidia.com/test-hold"
+
+
+def release_pod(kube: KubeClient, namespace: str, name: str) -> None:
+    """Let a pod held Terminating by `create_rank_pod(being_deleted=True)` go."""
+    kube.merge_patch(PODS, name, {"metadata": {"finalizers": None}}, namespace)
 
 
 def trainjobs(kube: KubeClient, namespace: str) -> list[dict[str, Any]]:

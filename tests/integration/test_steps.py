@@ -68,6 +68,7 @@ from tests.integration.steps_support import (
     interrupt,
     nothing,
     owner_reference,
+    release_pod,
     resolve_category,
     schedule_pod,
     set_trainjob_condition,
@@ -640,6 +641,32 @@ def test_a_failed_trainjob_blames_only_the_node_whose_rank_failed_first(kube: Ku
     assert later not in message, "a rank that failed after the culprit is not named"
     assert "log unavailable" in message, "without a kubelet the log cannot be read, and the message says so"
     assert step.trainjob() is not None, "a finished TrainJob is kept for inspection"
+
+
+def test_a_groupmate_the_kubelet_stopped_in_the_crashs_second_is_not_blamed(kube: KubeClient, nodes: NodeSet) -> None:
+    """When a rank crashes, JobSet deletes the group's other Jobs at once, and the kubelet stops the
+    groupmates' containers (SIGTERM: exit 143) within the second of the crash; `finishedAt` counts whole
+    seconds, so only the groupmate's pod being deleted tells the consequence from the cause."""
+    members = nodes.add_many(2)
+    step = make_step(kube, nodes, ALL_REDUCE)
+    culprit, stopped = f"{TRAINJOB}-node-0-1-q9w4z", f"{TRAINJOB}-node-0-0-x7k2p"
+
+    def fail() -> None:
+        create_rank_pod(
+            kube, step.namespace, name=stopped, trainjob=TRAINJOB, node=members[0], exit_code=143, being_deleted=True
+        )
+        create_rank_pod(kube, step.namespace, name=culprit, trainjob=TRAINJOB, node=members[1], exit_code=137)
+        set_trainjob_condition(kube, step.namespace, TRAINJOB, "Failed", "FailedJobs", message="job failed")
+
+    try:
+        result, _ = step.run("g0", [(1, fail)])
+    finally:
+        release_pod(kube, step.namespace, stopped)
+
+    assert {(node, reason) for node, reason, _ in failures(result)} == {(members[1], "WorkloadFailed")}
+    (message,) = {message for _, _, message in failures(result)}
+    assert f"first failure: pod {culprit} on node {members[1]}: container node exited 137" in message
+    assert stopped not in message, "the groupmate stopped by its pod's deletion is not named"
 
 
 def test_under_the_mirror_a_failed_trainjob_blames_only_the_first_failed_rank(kube: KubeClient, nodes: NodeSet) -> None:
