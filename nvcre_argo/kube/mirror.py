@@ -11,7 +11,9 @@ without its `managedFields`. What a reader gets, and what it must not assume:
 - `get(name)` is the object as the watch last saw it, or None when the mirror has not seen it (yet: an
   object just created may reach the watch a moment after its creator; the caller decides whether to ask the
   API server then);
-- `indexed(value)` are the objects whose `index_label` has that value;
+- `indexed(value)` are the objects whose `index_label` has that value; `departed(value)` are the last states of
+  those deleted since the mirror opened (a pod's final container states outlive the pod, which its deleter
+  may remove before any reader looked);
 - `wait_for_change(name, version, timeout)` returns as soon as the watch brings news of that object, instead
   of opening a watch of its own; `notifying(event, name=..., index=...)` sets an event of the caller's on any
   news of an object or of an index value, so one wait can span several mirrors;
@@ -94,6 +96,7 @@ class Mirror:
         self._keep = keep
         self._objects: dict[str, Obj] = {}
         self._index: dict[str, set[str]] = defaultdict(set)
+        self._departed: dict[str, dict[str, Obj]] = defaultdict(dict)  # index value -> name -> last state
         # ("name", name) or ("index", value) -> the events to set on news of it
         self._waiters: dict[tuple[str, str], list[threading.Event]] = defaultdict(list)
         self._subscribers: dict[str, list[Subscriber]] = defaultdict(list)
@@ -137,6 +140,14 @@ class Mirror:
         """The objects whose `index_label` is `value`, by name."""
         with self._lock:
             return [self._objects[name] for name in sorted(self._index.get(value, ()))]
+
+    def departed(self, value: str) -> list[Obj]:
+        """The last states of the objects with `index_label` `value` that were deleted while the mirror was
+        open, by name: the deletion's event, or the state before a relist that no longer held them. They are
+        kept until the mirror closes (the shared runner's mirrors live for one category's groups)."""
+        with self._lock:
+            held = self._departed.get(value, {})
+            return [held[name] for name in sorted(held)]
 
     def __len__(self) -> int:
         with self._lock:
@@ -214,6 +225,10 @@ class Mirror:
             with self._lock:
                 before = self._objects
                 self._objects = {_name(obj): _trimmed(obj) for obj in objects}
+                for name, obj in before.items():
+                    label = self._label(obj)
+                    if name not in self._objects and label is not None:
+                        self._departed[label][name] = obj
                 self._index = defaultdict(set)
                 for name, obj in self._objects.items():
                     label = self._label(obj)
@@ -256,6 +271,8 @@ class Mirror:
                 label = self._label(obj)
                 if kind == "DELETED":
                     self._objects.pop(name, None)
+                    if label is not None:
+                        self._departed[label][name] = obj
                 elif label is not None:
                     self._objects[name] = obj
                     self._index[label].add(name)

@@ -3,8 +3,7 @@ judge the end (attributed failure, measured success).
 
 The health check follows the group's Nodes with one list + watch for the life of a workload
 (`steps.node_watch`), so a steady poll costs two requests (the TrainJob, its pods) whatever the group's size,
-and one under the shared runner (the pods), whose groups read their TrainJob and Nodes from its mirrors
-(`steps.category_mirror`).
+and none under the shared runner, whose groups read all three from its mirrors (`steps.category_mirror`).
 A workload that succeeded is measured from its log, waiting up to `measurementTimeout` for the measurement to
 appear (`steps.measurement_wait`). A training workload that stops making progress (no first iteration within
 `startupStallTimeoutSeconds`, or no new one for 3 x its average step time) is deleted and failed
@@ -289,15 +288,15 @@ def observe(
     seen_failures: dict[tuple[str, str], RankFailure],
 ) -> tuple[dict[str, Any] | None, list[dict[str, Any]], Phase]:
     """One poll's reading of the TrainJob and its pods, and its phase; the failed ranks seen are added to
-    `seen_failures`. Under the shared runner the TrainJob is read from its mirror, and a final state read there
-    is read again from the API server. The pods are always listed from the API server: read from a mirror of
-    the namespace's JobSet pods, a crashing node's healthy groupmates were blamed with it in the end-to-end
-    runs (tests/e2e/test_faults.py, test_overflow.py), and the cause was not found; a LIST per poll is what
-    attributed the crash reliably."""
+    `seen_failures`. From the mirror while the workload runs, with the last states of the pods already deleted
+    (a crashed rank's pod may be gone before any poll saw it fail); a final state (Complete, Failed, gone) read
+    there is read again from the API server, TrainJob then pods, so the verdict sees the pods at least as they
+    were when the TrainJob ended (two mirrors lag independently)."""
     if mirror is None:
         trainjob, pods = _read(kube, context, name)
     else:
-        trainjob, pods = mirror.trainjob(kube, name), _pods(kube, context, name)
+        trainjob, pods = mirror.trainjob(kube, name), mirror.workload_pods(name)
+        _note_failures(context, [*pods, *mirror.departed_pods(name)], seen_failures)
         if classify(trainjob, pods).terminal:
             trainjob, pods = _read(kube, context, name)
     _note_failures(context, pods, seen_failures)
@@ -306,13 +305,9 @@ def observe(
 
 def _read(kube: KubeClient, context: StepContext, name: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """The TrainJob and its pods, from the API server."""
-    return kube.get(TRAINJOBS, name, context.namespace), _pods(kube, context, name)
-
-
-def _pods(kube: KubeClient, context: StepContext, name: str) -> list[dict[str, Any]]:
-    """The TrainJob's pods, from the API server (see `observe` for why never from a mirror)."""
+    trainjob = kube.get(TRAINJOBS, name, context.namespace)
     pods, _ = kube.list(PODS, context.namespace, label_selector=f"{JOBSET_NAME_LABEL}={name}", limit=POLL_PAGE_SIZE)
-    return pods
+    return trainjob, pods
 
 
 def _note_failures(

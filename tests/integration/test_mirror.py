@@ -209,3 +209,20 @@ def test_news_of_an_index_value_sets_a_notified_event(kube: KubeClient, namespac
         with mirror.notifying(other, index="elsewhere"):
             kube.merge_patch(CONFIGMAPS, "rank-0", {"data": {"exit": "1"}}, namespace)
             assert not other.wait(1.0), "news of another index value is not"
+
+
+def test_a_deleted_objects_last_state_stays_readable_under_its_index_value(kube: KubeClient, namespace: str) -> None:
+    """A crashed rank's pod may be deleted (its Job failed) before any group read it: its final container state
+    must still be there to say who failed first."""
+    _config_map(kube, namespace, "rank-0", "js")
+    _config_map(kube, namespace, "rank-1", "js")
+    with _mirror(kube, namespace, index_label=GROUP_LABEL) as mirror:
+        kube.merge_patch(CONFIGMAPS, "rank-1", {"data": {"exit": "137"}}, namespace)
+        _eventually(lambda: (mirror.get("rank-1") or {}).get("data") == {"exit": "137"}, "the change is seen")
+        kube.delete(CONFIGMAPS, "rank-1", namespace)
+        _eventually(lambda: mirror.get("rank-1") is None, "the deletion is seen")
+
+        assert _names(mirror.indexed("js")) == ["rank-0"]
+        (last,) = mirror.departed("js")
+        assert (last["metadata"]["name"], last.get("data")) == ("rank-1", {"exit": "137"})
+        assert mirror.departed("elsewhere") == []
