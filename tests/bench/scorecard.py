@@ -42,7 +42,7 @@ cluster lock (not counted in the printed times). Hence these choices:
   runs every group in one pod, which the overhead benchmark ran with 256 groups at once. With it (and this
   cap) 64 nodes took 16.9 minutes (faults 13.3, of which the communication category's 5 diagnose rounds 9.6;
   no fault 2.9), with the same scores; without the cap (`--max-concurrent 0 --runs faults-1`) the faults run
-  took 12.7 minutes, with the same scores and no node gone Ready=Unknown.
+  took 12.7 minutes, with the same scores.
 
 The fault runs inject every kind of `tests/bench/scorecard_faults.py` on random nodes, at most one per node
 group (the pair categories have the same groups), with random `afterSeconds` where the kind takes one (seeded:
