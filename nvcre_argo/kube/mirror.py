@@ -15,8 +15,7 @@ without its `managedFields`. What a reader gets, and what it must not assume:
   those deleted since the mirror opened (a pod's final container states outlive the pod, which its deleter
   may remove before any reader looked);
 - `wait_for_change(name, version, timeout)` returns as soon as the watch brings news of that object, instead
-  of opening a watch of its own; `notifying(event, name=..., index=...)` sets an event of the caller's on any
-  news of an object or of an index value, so one wait can span several mirrors;
+  of opening a watch of its own;
 - `subscribe(names, ...)` hands the objects of those names to callbacks: all of them now and after every
   relist, then each event, so a group's Node health follows the shared watch as it would its own.
 
@@ -97,8 +96,7 @@ class Mirror:
         self._objects: dict[str, Obj] = {}
         self._index: dict[str, set[str]] = defaultdict(set)
         self._departed: dict[str, dict[str, Obj]] = defaultdict(dict)  # index value -> name -> last state
-        # ("name", name) or ("index", value) -> the events to set on news of it
-        self._waiters: dict[tuple[str, str], list[threading.Event]] = defaultdict(list)
+        self._waiters: dict[str, list[threading.Event]] = defaultdict(list)  # name -> events to set on its news
         self._subscribers: dict[str, list[Subscriber]] = defaultdict(list)
         self._lock = threading.Lock()  # the store, the index, the waiters, the subscriber table
         self._delivery = threading.Lock()  # orders what subscribers are told: a snapshot, then events
@@ -159,7 +157,7 @@ class Mirror:
         `version` is news at once; an object the mirror has not seen yet is waited for (its creation's event is
         on its way), so a reader that found it only through the API server does not spin."""
         event = threading.Event()
-        with self.notifying(event, name=name):
+        with self._notifying(event, name):
             if self.differs(name, version):
                 return True
             return event.wait(timeout_seconds)
@@ -171,23 +169,19 @@ class Mirror:
             return held is not None and _version(held) != version
 
     @contextlib.contextmanager
-    def notifying(self, event: threading.Event, *, name: str | None = None, index: str | None = None) -> Iterator[None]:
-        """Within the block, `event` is set on news of object `name` and of any object of index value `index`
-        (and when the mirror closes)."""
-        keys = [(kind, value) for kind, value in (("name", name), ("index", index)) if value is not None]
+    def _notifying(self, event: threading.Event, name: str) -> Iterator[None]:
+        """Within the block, `event` is set on news of object `name` (and when the mirror closes)."""
         with self._lock:
-            for key in keys:
-                self._waiters[key].append(event)
+            self._waiters[name].append(event)
         try:
             yield
         finally:
             with self._lock:
-                for key in keys:
-                    waiting = self._waiters.get(key, [])
-                    if event in waiting:
-                        waiting.remove(event)
-                    if not waiting:
-                        self._waiters.pop(key, None)
+                waiting = self._waiters.get(name, [])
+                if event in waiting:
+                    waiting.remove(event)
+                if not waiting:
+                    self._waiters.pop(name, None)
 
     def subscribe(
         self, names: Iterable[str], on_list: Callable[[list[Obj]], None], on_event: Callable[[str, Obj], None]
@@ -235,13 +229,12 @@ class Mirror:
                     if label is not None:
                         self._index[label].add(name)
                 changed = [
-                    key
-                    for key in self._waiters
-                    if key[0] == "index"
-                    or (before.get(key[1]) is None) != (key[1] not in self._objects)
-                    or (key[1] in self._objects and _version(before[key[1]]) != _version(self._objects[key[1]]))
+                    name
+                    for name in self._waiters
+                    if (name in before) != (name in self._objects)
+                    or (name in self._objects and _version(before[name]) != _version(self._objects[name]))
                 ]
-                woken = [event for key in changed for event in self._waiters[key]]
+                woken = [event for name in changed for event in self._waiters[name]]
                 subscribers = {id(item): item for listed in self._subscribers.values() for item in listed}
                 snapshots = [
                     (item, [self._objects[name] for name in sorted(item.names) if name in self._objects])
@@ -278,8 +271,7 @@ class Mirror:
                     self._index[label].add(name)
                 else:
                     self._objects[name] = obj
-                keys = [("name", name), *(("index", value) for value in {old_label, label} if value is not None)]
-                woken = [event for key in keys for event in self._waiters.get(key, ())]
+                woken = list(self._waiters.get(name, ()))
                 subscribers = list(self._subscribers.get(name, ()))
             for event in woken:
                 event.set()

@@ -69,9 +69,8 @@ class CategoryMirror:
         if resource != TRAINJOBS:
             raise ValueError(f"the category mirror follows TrainJobs, not {resource.kind}")
         metadata = seen.get("metadata") or {}
-        return self.trainjobs.wait_for_change(
-            str(metadata.get("name", "")), str(metadata.get("resourceVersion", "")), timeout
-        )
+        name, version = str(metadata.get("name", "")), str(metadata.get("resourceVersion", ""))
+        return self.trainjobs.wait_for_change(name, version, timeout)
 
 
 @contextlib.contextmanager

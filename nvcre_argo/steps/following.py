@@ -296,6 +296,8 @@ def observe(
         trainjob, pods = _read(kube, context, name)
     else:
         trainjob, pods = mirror.trainjob(kube, name), mirror.workload_pods(name)
+        # The mirror's live pods too, not only the re-read ones below: a failed pod the re-read finds already
+        # deleted may not have reached the mirror's departed pods yet.
         _note_failures(context, [*pods, *mirror.departed_pods(name)], seen_failures)
         if classify(trainjob, pods).terminal:
             trainjob, pods = _read(kube, context, name)

@@ -198,19 +198,6 @@ def test_a_thousand_reads_and_pauses_cost_no_request_beyond_the_list_and_the_wat
         assert counting.sent == ["GET", "WATCH"], "one list, one watch"
 
 
-def test_news_of_an_index_value_sets_a_notified_event(kube: KubeClient, namespace: str) -> None:
-    _config_map(kube, namespace, "rank-0", "js")
-    with _mirror(kube, namespace, index_label=GROUP_LABEL) as mirror:
-        news = threading.Event()
-        with mirror.notifying(news, index="js"):
-            kube.merge_patch(CONFIGMAPS, "rank-0", {"data": {"exit": "137"}}, namespace)
-            assert news.wait(WAIT_SECONDS), "a change of an object of the index is news of the index"
-        other = threading.Event()
-        with mirror.notifying(other, index="elsewhere"):
-            kube.merge_patch(CONFIGMAPS, "rank-0", {"data": {"exit": "1"}}, namespace)
-            assert not other.wait(1.0), "news of another index value is not"
-
-
 def test_a_deleted_objects_last_state_stays_readable_under_its_index_value(kube: KubeClient, namespace: str) -> None:
     """A crashed rank's pod may be deleted (its Job failed) before any group read it: its final container state
     must still be there to say who failed first."""
