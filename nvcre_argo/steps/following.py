@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from nvcre_argo.kube.client import KubeClient
@@ -29,14 +29,14 @@ from nvcre_argo.names import JOBSET_NAME_LABEL
 from nvcre_argo.resolve.duration import duration_seconds
 from nvcre_argo.results import (
     HARDWARE_FAILURE_DETECTED,
-    THRESHOLD_VIOLATION,
     WORKLOAD_FAILED,
     sanitize_log_tail,
 )
 from nvcre_argo.steps.category_mirror import CategoryMirror
 from nvcre_argo.steps.context import StepContext
 from nvcre_argo.steps.health import DEFAULT_HEALTH_EXPRESSION
-from nvcre_argo.steps.measurement_wait import Measure, MeasurementWait, await_measurement, timeout_message
+from nvcre_argo.steps.iteration import IterationResult, failed_iteration, measured_iteration
+from nvcre_argo.steps.measurement_wait import Measure, await_measurement
 from nvcre_argo.steps.node_watch import NodeWatch
 from nvcre_argo.steps.restarts import (
     CheckpointSeen,
@@ -97,17 +97,6 @@ class RunSettings:
             self.sleep(self.poll_seconds)
         else:
             self.until_changed(kube, TRAINJOBS, trainjob, self.poll_seconds)
-
-
-@dataclass
-class IterationResult:
-    iteration: int
-    trainjob: str
-    succeeded: bool
-    message: str
-    failed_nodes: list[dict[str, str]] = field(default_factory=list)  # {name, reason, message}
-    measurements: dict[str, float] = field(default_factory=dict)
-    restarts: list[dict[str, Any]] = field(default_factory=list)  # `steps.restarts.Restart`s, as dicts
 
 
 @dataclass
@@ -414,37 +403,3 @@ def _succeeded(
         report=report,
     )
     return measured_iteration(context, iteration=iteration, name=name, nodes=nodes, wait=wait)
-
-
-def measured_iteration(
-    context: StepContext, *, iteration: int, name: str, nodes: Sequence[str], wait: MeasurementWait
-) -> IterationResult:
-    """A completed workload's iteration, judged by what the wait for its measurement found (pure).
-
-    Corrupted data fails the workload whatever its bandwidth (nccl-tests exits 1 for it; a wrapper may not).
-    No measurement within `measurementTimeout` does not pass: the nodes are blamed (`ThresholdViolation`) only
-    when the category set thresholds, which an unmeasured run cannot meet; without thresholds nothing was
-    violated, so no node is blamed and they stay uncertified (nvcre-contract.md §7.9)."""
-    reading = wait.reading
-    if reading.corrupted:
-        return failed_iteration(
-            iteration, name, f"TrainJob/{name} completed but {reading.corrupted}", nodes, WORKLOAD_FAILED
-        )
-    if not reading.settled:
-        message = timeout_message(context, name, wait)
-        blamed = nodes if context.category.thresholds else []
-        return replace(
-            failed_iteration(iteration, name, message, blamed, THRESHOLD_VIOLATION), measurements=reading.values
-        )
-    if reading.violations:
-        message = "; ".join(reading.violations)
-        return replace(
-            failed_iteration(iteration, name, message, nodes, THRESHOLD_VIOLATION), measurements=reading.values
-        )
-    figures = ", ".join(f"{key}={value:.4g}" for key, value in sorted(reading.values.items()))
-    return IterationResult(iteration, name, True, f"TrainJob/{name} completed ({figures})", [], reading.values)
-
-
-def failed_iteration(iteration: int, name: str, message: str, nodes: Sequence[str], reason: str) -> IterationResult:
-    failed = [{"name": node, "reason": reason, "message": message} for node in sorted(nodes)]
-    return IterationResult(iteration, name, False, message, failed)

@@ -45,14 +45,9 @@ from nvcre_argo.results import (
     read_group_result,
 )
 from nvcre_argo.steps.context import StepContext
-from nvcre_argo.steps.following import (
-    IterationResult,
-    RestartHistory,
-    RunSettings,
-    failed_iteration,
-    follow_trainjob,
-)
+from nvcre_argo.steps.following import RestartHistory, RunSettings, follow_trainjob
 from nvcre_argo.steps.health import HealthCheck, compile_health_check, monitor_enabled
+from nvcre_argo.steps.iteration import IterationResult, failed_iteration
 from nvcre_argo.steps.measurement_wait import Measure
 from nvcre_argo.steps.node_watch import GroupHealth, NodeWatch, Selection, one_node_selection
 from nvcre_argo.steps.restarts import (

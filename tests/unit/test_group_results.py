@@ -28,7 +28,7 @@ from nvcre_argo.results import (
     read_succeeded_nodes,
     succeeded_nodes_configmap_manifest,
 )
-from nvcre_argo.steps.following import IterationResult
+from nvcre_argo.steps.iteration import IterationResult
 from nvcre_argo.steps.running import GroupResult
 
 

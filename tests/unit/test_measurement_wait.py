@@ -23,7 +23,7 @@ from nvcre_argo.loading import load_certifications
 from nvcre_argo.resolve.category import resolve_certification
 from nvcre_argo.results import THRESHOLD_VIOLATION, WORKLOAD_FAILED
 from nvcre_argo.steps.context import StepContext
-from nvcre_argo.steps.following import IterationResult, measured_iteration
+from nvcre_argo.steps.iteration import IterationResult, measured_iteration
 from nvcre_argo.steps.measurement_wait import MeasurementWait, await_measurement
 from nvcre_argo.steps.measurements import measure_log
 

@@ -19,7 +19,6 @@ from nvcre_argo.render.step_placement import StepPlacement, Toleration, avoid_ta
 from nvcre_argo.resolve.category import ResolvedCheckpoint
 from nvcre_argo.results import GroupResultRecord, IterationRecord
 from nvcre_argo.steps.deadline import ITERATION_ALLOWANCE_S, WORKFLOW_ALLOWANCE_S, category_deadline_seconds
-from nvcre_argo.steps.following import IterationResult
 from nvcre_argo.steps.group_summary import (
     failed_node_count,
     failure_summary,
@@ -27,6 +26,7 @@ from nvcre_argo.steps.group_summary import (
     measurement_text,
     measurements_text,
 )
+from nvcre_argo.steps.iteration import IterationResult
 from nvcre_argo.steps.running import GroupResult, next_attempt
 from nvcre_argo.yamlio import load_yaml_mapping
 from tests.unit.test_plan import edited_by_hand, resolve
