@@ -13,10 +13,17 @@ writes them), so each one can be checked on hand-made objects without a cluster.
   largest sum over the pods held at one time (it need not be at the peak count).
 - **API requests**: the API server's audit log of service accounts' requests, one event per completed
   request (a watch counts once, when it ends); per service account of the run's namespace, over a window.
+- **Step memory**: the simulator runs each step pod's container as a local process, so its peak resident
+  memory is the kernel's high-water mark (`VmHWM` in `/proc/<pid>/status`), sampled while it runs; per step
+  command (`plan`, `run-groups`, ...), the largest over its processes. Sampling misses only what a process
+  adds after its last sample.
+- **Object sizes**: per kind, how many objects the run left and the largest, as compact JSON (about what the
+  API server stores and what its 1.5 MiB request limit and etcd's value limit apply to).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -136,3 +143,53 @@ def per_minute(count: int, start: datetime, end: datetime) -> float | None:
     """`count` requests over the window, per minute (None for an empty window)."""
     seconds = (end - start).total_seconds()
     return count * 60.0 / seconds if seconds > 0 else None
+
+
+@dataclass(frozen=True)
+class LargestObject:
+    """Of one kind of object: how many there were, and the largest one's name and size in bytes."""
+
+    kind: str
+    count: int
+    name: str
+    size_bytes: int
+
+
+def object_size(obj: Mapping[str, Any]) -> int:
+    """The object's size as compact JSON, in bytes."""
+    return len(json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+
+
+def largest_objects(objects: Iterable[tuple[str, Mapping[str, Any]]]) -> list[LargestObject]:
+    """Per kind of the `(kind, object)` pairs, in the order the kinds first appear: the count and the largest."""
+    found: dict[str, LargestObject] = {}
+    for kind, obj in objects:
+        size = object_size(obj)
+        name = str((obj.get("metadata") or {}).get("name", ""))
+        held = found.get(kind)
+        if held is None:
+            found[kind] = LargestObject(kind, 1, name, size)
+        elif size > held.size_bytes:
+            found[kind] = LargestObject(kind, held.count + 1, name, size)
+        else:
+            found[kind] = LargestObject(kind, held.count + 1, held.name, held.size_bytes)
+    return list(found.values())
+
+
+STEP_COMMAND: Final = ("nvcre-argo", "step")  # a step container's argv: ... nvcre-argo step <command> ...
+
+
+def step_command(argv: Sequence[str]) -> str | None:
+    """The step command (`plan`, `run-groups`, ...) a process's argv runs, or None for any other process."""
+    for index in range(len(argv) - 2):
+        if argv[index].endswith(STEP_COMMAND[0]) and argv[index + 1] == STEP_COMMAND[1]:
+            return argv[index + 2]
+    return None
+
+
+def high_water_mib(status: str) -> float | None:
+    """`VmHWM` (peak resident memory) of a `/proc/<pid>/status` text, in MiB; None without it."""
+    for line in status.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024  # kB
+    return None

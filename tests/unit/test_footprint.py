@@ -89,3 +89,26 @@ def test_api_requests_count_the_namespaces_service_accounts_inside_the_window() 
     assert counts == {"nvcre-argo-step": 2, "nvcre-argo-watcher": 1}
     assert footprint.per_minute(3, T0, T0 + timedelta(seconds=30)) == 6.0
     assert footprint.per_minute(3, T0, T0) is None
+
+
+def test_the_largest_object_of_each_kind_is_named_with_its_size_and_the_kinds_count() -> None:
+    small = {"metadata": {"name": "small"}, "data": {"a": "x"}}
+    large = {"metadata": {"name": "large"}, "data": {"a": "x" * 1000}}
+    workflow = {"metadata": {"name": "wf"}}
+    found = footprint.largest_objects([("ConfigMap", small), ("Workflow", workflow), ("ConfigMap", large)])
+    assert [(item.kind, item.count, item.name) for item in found] == [("ConfigMap", 2, "large"), ("Workflow", 1, "wf")]
+    assert found[0].size_bytes == footprint.object_size(large) > 1000
+    assert footprint.object_size({"a": "é"}) == len('{"a":"é"}'.encode())
+
+
+def test_a_step_process_is_known_by_its_step_command() -> None:
+    argv = ["/venv/bin/python", "/venv/bin/nvcre-argo", "step", "run-groups", "--x"]
+    assert footprint.step_command(argv) == "run-groups"
+    assert footprint.step_command(["/venv/bin/python", "-m", "tests.sim.kubelet"]) is None
+    assert footprint.step_command(["/venv/bin/nvcre-argo", "step"]) is None
+
+
+def test_the_high_water_mark_is_read_in_mib() -> None:
+    status = "Name:\tpython\nVmPeak:\t  900000 kB\nVmHWM:\t  153600 kB\nVmRSS:\t  100000 kB\n"
+    assert footprint.high_water_mib(status) == 150.0
+    assert footprint.high_water_mib("Name:\tkthreadd\n") is None
