@@ -42,7 +42,8 @@ cluster lock (not counted in the printed times). Hence these choices:
   runs every group in one pod, which the overhead benchmark ran with 256 groups at once. With it (and this
   cap) 64 nodes took 16.9 minutes (faults 13.3, of which the communication category's 5 diagnose rounds 9.6;
   no fault 2.9), with the same scores; without the cap (`--max-concurrent 0 --runs faults-1`) the faults run
-  took 12.7 minutes, with the same scores.
+  took 12.7 minutes, with the same scores. 256 nodes with training (`--sizes 256 --training --max-concurrent 0`)
+  took 26.8 minutes (faults 17.1, of which diagnose 10.5; no fault 8.1).
 
 The fault runs inject every kind of `tests/bench/scorecard_faults.py` on random nodes, at most one per node
 group (the pair categories have the same groups), with random `afterSeconds` where the kind takes one (seeded:
