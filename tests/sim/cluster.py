@@ -61,6 +61,10 @@ from tests.sim.storage import DEFAULT_CAPACITY, SHARED_STORAGE_CLASS, create_sha
 ARGO_NAMESPACE = "argo"
 STEP_IMAGE_PREFIX = "nvcre-argo:"
 START_TIMEOUT_S = 180.0
+# Per node, on top of START_TIMEOUT_S, for the nodes to be registered, Ready and untainted.
+NODE_START_S = 0.1
+# Taints the API server and the node lifecycle controller put on a node that is not (yet) Ready.
+NOT_READY_TAINTS = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"})
 # One simulated cluster per machine at a time (see SimCluster._hold_machine_lock).
 MACHINE_LOCK = Path.home() / ".cache" / "nvcre-argo" / "sim-cluster.lock"
 POLL_S = 0.5
@@ -138,6 +142,42 @@ def _controller_kubeconfig(plane: ControlPlane, path: Path, namespace: str) -> P
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     path.chmod(0o600)
     return path
+
+
+# From this many nodes on, the cluster is started as large clusters are tuned (`controller_manager_qps`,
+# `node_heartbeat`); below it every component keeps its defaults.
+LARGE_CLUSTER_NODES = 600
+
+
+def controller_manager_qps(node_count: int) -> tuple[int, int]:
+    """The kube-controller-manager's API client rate (QPS, burst): its defaults (20, 30) for a small cluster,
+    then one request a second per 20 nodes, as large clusters raise it. All its controllers share one client here
+    (no per-controller service accounts), and at 4,096 nodes the node lifecycle controller, taking the
+    `not-ready` taint the API server put on each new node off again, got about 5 nodes a second out of it: the
+    system node, where every step pod runs, stayed unschedulable for minutes."""
+    if node_count < LARGE_CLUSTER_NODES:
+        return 20, 30
+    qps = node_count // 20
+    return qps, 2 * qps
+
+
+def node_heartbeat(node_count: int) -> tuple[float, int | None]:
+    """How often the sim kubelet renews every node's Lease (seconds), and the node lifecycle controller's grace
+    period for a late one (seconds; None: its default, 50 s).
+
+    One process plays every node's kubelet here. At 4,096 nodes, renewing each Lease every 10 s as a kubelet
+    does took that process 50-63 s a pass once 512 workloads ran (on 2 cores, with the API server), nodes
+    went unreachable and 60 s workloads timed out: a large simulated cluster renews every 30 s and is given
+    120 s before a node counts as lost. A node a fault takes down is then noticed later too."""
+    if node_count < LARGE_CLUSTER_NODES:
+        return 10.0, None
+    return 30.0, 120
+
+
+def schedulable(node: Any) -> bool:
+    """Whether a Node (client object) is Ready and carries none of the not-ready taints."""
+    ready = any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+    return ready and not any(taint.key in NOT_READY_TAINTS for taint in node.spec.taints or [])
 
 
 def _wait(what: str, check: Callable[[], bool], components: Sequence[Component], timeout_s: float) -> None:
@@ -324,6 +364,8 @@ class SimCluster:
 
     def _start_kube_controllers(self) -> None:
         kubeconfig, pki = str(self.kubeconfig), self.plane.pki
+        qps, burst = controller_manager_qps(len(self.nodes))
+        _, grace = node_heartbeat(len(self.nodes))
         auth = [
             f"--kubeconfig={kubeconfig}",
             f"--authentication-kubeconfig={kubeconfig}",
@@ -334,6 +376,8 @@ class SimCluster:
             str(self.binaries.k8s / "kube-controller-manager"), *auth, "--leader-elect=false",
             f"--secure-port={free_port()}", f"--service-account-private-key-file={pki.sa_private_key}",
             f"--root-ca-file={pki.ca_cert}", "--controllers=*", "--use-service-account-credentials=false",
+            f"--kube-api-qps={qps}", f"--kube-api-burst={burst}",
+            *([f"--node-monitor-grace-period={grace}s"] if grace is not None else []),
         ])  # fmt: skip
         scheduler_config = self.workdir / "scheduler.yaml"
         scheduler_config.write_text(yaml.safe_dump({
@@ -382,6 +426,7 @@ class SimCluster:
             },
             host_binds=[(path, path) for path in HOST_SYSTEM_DIRS if Path(path).exists()],
             sandbox_python=sys.executable,
+            heartbeat_seconds=node_heartbeat(len(self.nodes))[0],
         )
         Path(config.workdir).mkdir(parents=True)
         config_path = config.write(self.workdir / "kubelet.json")
@@ -391,15 +436,15 @@ class SimCluster:
             core = k8s.CoreV1Api(api)
             names = {node.name for node in self.nodes}
 
-            def all_ready() -> bool:
-                ready = {
-                    node.metadata.name
-                    for node in core.list_node().items
-                    if any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
-                }
-                return names <= ready
+            def all_schedulable() -> bool:
+                return names <= {node.metadata.name for node in core.list_node().items if schedulable(node)}
 
-            _wait(f"{len(names)} nodes Ready", all_ready, [kubelet], START_TIMEOUT_S)
+            # Ready is not enough: a new node keeps the API server's `not-ready` taint until the node lifecycle
+            # controller takes it off, and a pod created before then waits (on a real cluster the nodes are
+            # long past that when a certification starts).
+            timeout = START_TIMEOUT_S + NODE_START_S * len(names)
+            watched = [kubelet, self.components["kube-controller-manager"]]
+            _wait(f"{len(names)} nodes Ready and untainted", all_schedulable, watched, timeout)
 
     def _serving_pair(self, name: str) -> Path:
         directory = self.workdir / name / "certs"

@@ -177,7 +177,7 @@ class SimKubelet:
                 began = time.monotonic()
                 list(pool.map(self._renew_lease, [name for name in self.nodes if name not in self.down]))
                 took = time.monotonic() - began
-                if took > LEASE_SECONDS / 4:
+                if took > self.config.heartbeat_seconds:
                     log.warning("renewing %d leases took %.1fs", len(self.nodes), took)
                 if passes % READY_CHECK_EVERY == 0:
                     self._report_ready_again()

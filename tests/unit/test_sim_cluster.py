@@ -1,0 +1,37 @@
+"""The simulated cluster's start-up rules that do not need a cluster: the controller manager's API budget and
+when a node counts as ready for pods."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from tests.sim.cluster import controller_manager_qps, node_heartbeat, schedulable
+
+
+def _node(*, ready: str = "True", taints: tuple[str, ...] = ()) -> SimpleNamespace:
+    return SimpleNamespace(
+        status=SimpleNamespace(conditions=[SimpleNamespace(type="Ready", status=ready)]),
+        spec=SimpleNamespace(taints=[SimpleNamespace(key=key, effect="NoSchedule") for key in taints]),
+    )
+
+
+def test_the_controller_managers_budget_is_its_default_below_600_nodes_then_grows_with_them() -> None:
+    assert controller_manager_qps(17) == (20, 30)
+    assert controller_manager_qps(599) == (20, 30)
+    assert controller_manager_qps(1025) == (51, 102)
+    assert controller_manager_qps(4097) == (204, 408)
+
+
+def test_a_ready_node_is_schedulable_only_without_the_not_ready_taints() -> None:
+    assert schedulable(_node())
+    assert schedulable(_node(taints=("nvidia.com/gpu",)))
+    assert not schedulable(_node(taints=("node.kubernetes.io/not-ready",)))
+    assert not schedulable(_node(taints=("node.kubernetes.io/unreachable",)))
+    assert not schedulable(_node(ready="Unknown"))
+
+
+def test_a_large_cluster_renews_its_leases_less_often_and_waits_longer_for_a_late_one() -> None:
+    assert node_heartbeat(257) == (10.0, None)
+    heartbeat, grace = node_heartbeat(4097)
+    assert grace is not None
+    assert heartbeat < grace / 3
