@@ -240,7 +240,7 @@ def follow_trainjob(
                 settings=settings,
             )
             return ended(result, crashed=True)
-        if phase is Phase.RUNNING:
+        if phase in (Phase.STARTING, Phase.RUNNING, Phase.FINISHING):
             stopped = _check_running(
                 kube,
                 context,
@@ -255,18 +255,34 @@ def follow_trainjob(
             )
             if stopped is not None:
                 return ended(stopped)
-        if clock.blocked_too_long(timeout):
+        if clock.waited_too_long(timeout):
             kube.delete(TRAINJOBS, name, context.namespace)
-            message = (
-                f"TrainJob/{name} timed out after {context.category.timeout_per_job} blocked in scheduling: "
-                f"{scheduling_message(pods)}"
+            waited = _waited_too_long(
+                iteration, name, phase, timeout=context.category.timeout_per_job, nodes=nodes, pods=pods
             )
-            return ended(failed_iteration(iteration, name, message, nodes, WORKLOAD_FAILED))
+            return ended(waited)
         if clock.timed_out(timeout):
             kube.delete(TRAINJOBS, name, context.namespace)
             message = f"TrainJob/{name} timed out after {context.category.timeout_per_job} of running time"
             return ended(failed_iteration(iteration, name, message, nodes, WORKLOAD_FAILED))
         settings.pause(kube, trainjob)
+
+
+def _waited_too_long(
+    iteration: int, name: str, phase: Phase, *, timeout: str, nodes: list[str], pods: list[dict[str, Any]]
+) -> IterationResult:
+    """The end of a wait longer than `timeoutPerJob`. Pods that cannot be placed blame the group's nodes (the
+    reference's rule); a wait on the controllers, before any pod exists or after every pod succeeded, blames
+    none: nothing failed on the nodes, and none is certified either."""
+    if phase is Phase.SCHEDULING_BLOCKED:
+        message = f"TrainJob/{name} timed out after {timeout} blocked in scheduling: {scheduling_message(pods)}"
+        return failed_iteration(iteration, name, message, nodes, WORKLOAD_FAILED)
+    if phase is Phase.STARTING:
+        waited = "none of its pods was created (the Trainer, JobSet and Job controllers create them)"
+    else:
+        waited = "every pod succeeded, but the TrainJob was not marked Complete"
+    message = f"TrainJob/{name} timed out after {timeout} waiting: {waited}; no node is blamed"
+    return failed_iteration(iteration, name, message, [], WORKLOAD_FAILED)
 
 
 def observe(

@@ -5,6 +5,13 @@ Kueue) or blocked in scheduling (pods `PodScheduled=False`, reason `Unschedulabl
 `timeoutPerJob`, but one scheduling-blocked episode longer than `timeoutPerJob` is a timeout (pods that can
 never be placed must not hold the run step forever); Complete means success; Failed, a timeout, or the
 TrainJob disappearing means failure.
+
+Two more waits are the controllers', not the nodes', and do not count either: before any pod of the TrainJob
+exists (the Trainer creates its JobSet, JobSet its Jobs, the Job controller their pods), and after every pod
+has succeeded until the TrainJob is marked Complete. With a thousand TrainJobs at once the Trainer, which
+reconciles one at a time, takes minutes for each of those; counted, they timed out 60 s workloads whose pods
+had all succeeded, and blamed their nodes. One such episode longer than `timeoutPerJob` still ends the wait,
+blaming no node.
 The observing loop feeds each poll's objects to `classify` and `advance`; nothing here reads a clock.
 """
 
@@ -19,8 +26,10 @@ from typing import Any
 class Phase(enum.Enum):
     MISSING = "Missing"
     QUEUED = "Queued"
+    STARTING = "Starting"  # no pod of it exists yet
     SCHEDULING_BLOCKED = "SchedulingBlocked"
     RUNNING = "Running"
+    FINISHING = "Finishing"  # every pod of it succeeded; not marked Complete yet
     COMPLETE = "Complete"
     FAILED = "Failed"
 
@@ -31,6 +40,11 @@ class Phase(enum.Enum):
     @property
     def counts_toward_timeout(self) -> bool:
         return self is Phase.RUNNING
+
+    @property
+    def bounded_wait(self) -> bool:
+        """Not counted, but one episode of it longer than `timeoutPerJob` ends the wait (`Clock.waited_too_long`)."""
+        return self in (Phase.STARTING, Phase.SCHEDULING_BLOCKED, Phase.FINISHING)
 
 
 def _true_condition(obj: dict[str, Any], condition_type: str) -> dict[str, Any] | None:
@@ -58,8 +72,12 @@ def classify(trainjob: dict[str, Any] | None, pods: Sequence[dict[str, Any]]) ->
         return Phase.FAILED
     if trainjob.get("spec", {}).get("suspend") or _true_condition(trainjob, "Suspended"):
         return Phase.QUEUED
-    if pods and any(_unschedulable(pod) for pod in pods):
+    if not pods:
+        return Phase.STARTING
+    if any(_unschedulable(pod) for pod in pods):
         return Phase.SCHEDULING_BLOCKED
+    if all((pod.get("status") or {}).get("phase") == "Succeeded" for pod in pods):
+        return Phase.FINISHING
     return Phase.RUNNING
 
 
@@ -81,33 +99,33 @@ def failure_message(trainjob: dict[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class Clock:
-    """Active (counted) seconds of a workload, advanced poll by poll, and when the current scheduling-blocked
-    episode was first seen."""
+    """Active (counted) seconds of a workload, advanced poll by poll, and when the current episode of a bounded
+    wait (`Phase.bounded_wait`: starting, blocked in scheduling, finishing) was first seen."""
 
     active_seconds: float = 0.0
     last_seen: float | None = None
     last_phase: Phase | None = None
-    blocked_since: float | None = None
+    waiting_since: float | None = None
 
     def advance(self, phase: Phase, now: float) -> Clock:
         """Count the interval since the last poll only if the workload was running throughout it."""
         counted = self.active_seconds
         if self.last_seen is not None and self.last_phase is not None and self.last_phase.counts_toward_timeout:
             counted += max(0.0, now - self.last_seen)
-        blocked_since = None
-        if phase is Phase.SCHEDULING_BLOCKED:
-            still_blocked = self.last_phase is Phase.SCHEDULING_BLOCKED and self.blocked_since is not None
-            blocked_since = self.blocked_since if still_blocked else now
-        return replace(self, active_seconds=counted, last_seen=now, last_phase=phase, blocked_since=blocked_since)
+        waiting_since = None
+        if phase.bounded_wait:
+            same_episode = self.last_phase is phase and self.waiting_since is not None
+            waiting_since = self.waiting_since if same_episode else now
+        return replace(self, active_seconds=counted, last_seen=now, last_phase=phase, waiting_since=waiting_since)
 
     def timed_out(self, limit_seconds: float) -> bool:
         return self.active_seconds > limit_seconds
 
-    def blocked_too_long(self, limit_seconds: float) -> bool:
-        """One scheduling-blocked episode has lasted longer than the limit."""
-        if self.blocked_since is None or self.last_seen is None:
+    def waited_too_long(self, limit_seconds: float) -> bool:
+        """One episode of a bounded wait (the phase last seen) has lasted longer than the limit."""
+        if self.waiting_since is None or self.last_seen is None:
             return False
-        return self.last_seen - self.blocked_since > limit_seconds
+        return self.last_seen - self.waiting_since > limit_seconds
 
 
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"

@@ -321,6 +321,19 @@ def create_pending_pod(kube: KubeClient, namespace: str, *, name: str, trainjob:
     kube.merge_patch(PODS, name, {"status": status}, namespace, subresource="status")
 
 
+def create_running_pod(kube: KubeClient, namespace: str, *, name: str, trainjob: str) -> None:
+    """A rank pod the scheduler placed and the kubelet started."""
+    kube.create(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "labels": {JOBSET_NAME: trainjob}},
+            "spec": {"containers": [{"name": "node", "image": "nccl-tests:test"}]},
+        }
+    )
+    schedule_pod(kube, namespace, name=name)
+
+
 def schedule_pod(kube: KubeClient, namespace: str, *, name: str) -> None:
     """The scheduler placed the pod after all: `PodScheduled=True`, running."""
     status = {"phase": "Running", "conditions": [{"type": "PodScheduled", "status": "True"}]}

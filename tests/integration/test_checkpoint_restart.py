@@ -25,6 +25,7 @@ from tests.integration.steps_support import (
     NodeSet,
     StepInterruptedError,
     create_pending_pod,
+    create_running_pod,
     interrupt,
     nothing,
     owner_reference,
@@ -135,7 +136,7 @@ def test_a_workload_that_fails_after_a_checkpoint_is_restarted_from_it_and_its_c
 ) -> None:
     nodes.add_many(2)
     step = make_step(kube, nodes)
-    read = logs(BEFORE_CRASH, "torchrun: starting\n", RESUMED)
+    read = logs(BEFORE_CRASH, BEFORE_CRASH, "torchrun: starting\n", RESUMED)  # the first read before its pod exists
 
     def crash_and_hold_the_restart_in_scheduling() -> None:
         fail(step)()
@@ -146,6 +147,7 @@ def test_a_workload_that_fails_after_a_checkpoint_is_restarted_from_it_and_its_c
     result, _ = step.run(
         "g0",
         [
+            (0, lambda: create_running_pod(kube, step.namespace, name="r0-rank-0", trainjob=TRAINJOB)),
             (10, crash_and_hold_the_restart_in_scheduling),
             (5, lambda: schedule_pod(kube, step.namespace, name="r1-rank-0")),
             (5, nothing),

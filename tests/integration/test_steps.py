@@ -37,7 +37,7 @@ from nvcre_argo.kube.client import Backoff, KubeClient
 from nvcre_argo.kube.connect import connect
 from nvcre_argo.kube.follow import Selection
 from nvcre_argo.kube.mirror import Mirror
-from nvcre_argo.kube.resources import CONFIGMAPS, NODES, TRAINING_RUNTIMES, TRAINJOBS
+from nvcre_argo.kube.resources import CONFIGMAPS, NODES, PODS, TRAINING_RUNTIMES, TRAINJOBS
 from nvcre_argo.names import LABEL_WORKFLOW
 from nvcre_argo.plan.model import Exclusion, NodeGroup, Plan, PlanError
 from nvcre_argo.plan.storage import plan_from_configmap
@@ -65,6 +65,7 @@ from tests.integration.steps_support import (
     create_context,
     create_pending_pod,
     create_rank_pod,
+    create_running_pod,
     interrupt,
     nothing,
     owner_reference,
@@ -156,6 +157,12 @@ class Step:
 
     def complete(self, trainjob: str = TRAINJOB) -> Callable[[], None]:
         return lambda: complete_trainjob(self.kube, self.namespace, trainjob)
+
+    def start(self, trainjob: str = TRAINJOB) -> Callable[[], None]:
+        """A rank pod of the TrainJob placed and running: only from then on does its running time count."""
+        return lambda: create_running_pod(
+            self.kube, self.namespace, name=f"{trainjob}-node-0-0-r4nk0", trainjob=trainjob
+        )
 
     def trainjob(self, name: str = TRAINJOB) -> dict[str, Any] | None:
         return self.kube.get(TRAINJOBS, name, self.namespace)
@@ -804,10 +811,45 @@ def test_a_trainjob_running_past_timeout_per_job_fails_and_is_deleted(kube: Kube
     members = nodes.add_many(2)
     step = make_step(kube, nodes, ALL_REDUCE, {"timeoutPerJob": "2s"})
 
-    result, _ = step.run("g0", [(1, nothing), (10, nothing)])
+    result, _ = step.run("g0", [(0, step.start()), (1, nothing), (10, nothing)])
 
     message = f"TrainJob/{TRAINJOB} timed out after 2s of running time"
     assert failures(result) == [(node, "WorkloadFailed", message) for node in members]
+    assert step.trainjob() is None
+
+
+def test_time_after_every_pod_succeeded_does_not_count_toward_the_timeout(kube: KubeClient, nodes: NodeSet) -> None:
+    """The Trainer marks a TrainJob Complete only when it gets to it: with a thousand at once that took minutes,
+    and counted, it timed out workloads whose pods had all succeeded, blaming their nodes."""
+    nodes.add_many(2)
+    step = make_step(kube, nodes, ALL_REDUCE, {"timeoutPerJob": "2s"})
+    pod = f"{TRAINJOB}-node-0-0-r4nk0"
+
+    def succeed() -> None:
+        kube.merge_patch(PODS, pod, {"status": {"phase": "Succeeded"}}, step.namespace, subresource="status")
+
+    # 1.5 s running + 1.5 s finished: over the 2 s limit only if the time after the pods' end were counted.
+    actions = [(0, step.start()), (1.5, succeed), (1.5, nothing), (0, step.complete())]
+    result, script = step.run("g0", actions)
+
+    assert result.succeeded, result.iterations[0].message
+    assert script.calls == 4
+    assert any(line.startswith(f"TrainJob/{TRAINJOB}: Finishing") for line in step.lines), step.lines
+
+
+def test_a_trainjob_whose_pods_never_appear_ends_after_timeout_per_job_blaming_no_node(
+    kube: KubeClient, nodes: NodeSet
+) -> None:
+    nodes.add_many(2)
+    step = make_step(kube, nodes, ALL_REDUCE, {"timeoutPerJob": "2s"})
+
+    result, _ = step.run("g0", [(1, nothing), (10, nothing)])
+
+    assert not result.succeeded
+    assert failures(result) == [], "no pod ran on the nodes: none is blamed"
+    message = result.iterations[0].message
+    assert message.startswith(f"TrainJob/{TRAINJOB} timed out after 2s waiting: none of its pods was created")
+    assert message.endswith("no node is blamed")
     assert step.trainjob() is None
 
 
@@ -895,14 +937,14 @@ def test_a_training_run_with_no_iteration_within_its_startup_budget_stalls_and_i
     step = make_step(kube, nodes, NEMOTRON, STALL_OPTIONS)
     training_log, reads = canned_training_log("torchrun: starting\n")
 
-    result, _ = step.run("g0", [(10, nothing)] * 3, training_log=training_log)  # polls at 0, 10, 20, 30 s
+    result, _ = step.run("g0", [(0, step.start()), *[(10, nothing)] * 3], training_log=training_log)  # 0-30 s
 
     message = (
         f"WorkloadStalled: no training iteration within startupStallTimeoutSeconds 20 (TrainJob/{TRAINJOB} "
         "running for 30s, time queued or blocked in scheduling not counted)"
     )
     assert failures(result) == [(node, "WorkloadFailed", message) for node in members]
-    assert len(reads) == 4
+    assert len(reads) == 5  # one per poll, the first before its pod existed
     assert step.trainjob() is None
 
 
@@ -938,7 +980,8 @@ def test_a_training_run_that_logs_no_new_iteration_for_three_average_steps_per_l
     training_log, _ = canned_training_log(megatron_line(1, 2500.0), TRAINING_TO_20)
 
     # Iteration 20 is first seen at 10 s; 15 s later (25 s) is not yet a stall, 30 s is.
-    result, _ = step.run("g0", [(10, nothing), (10, nothing), (5, nothing), (5, nothing)], training_log=training_log)
+    polls = [(0, step.start()), (10, nothing), (10, nothing), (5, nothing), (5, nothing)]
+    result, _ = step.run("g0", polls, training_log=training_log)
 
     message = (
         "WorkloadStalled: no new iteration for 20s, more than 3 x the average step time 0.5s x 10 iteration(s) per "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from nvcre_argo.steps.verdict import parse_statuses
-from nvcre_argo.steps.workload import Clock, Phase
+from nvcre_argo.steps.workload import Clock, Phase, classify
 
 LIMIT = 600.0
 
@@ -70,7 +70,7 @@ def test_a_clock_that_goes_backwards_never_takes_running_time_away() -> None:
 )
 def test_one_scheduling_blocked_episode_is_too_long_only_past_the_limit(blocked_for: float, too_long: bool) -> None:
     clock = clock_after((Phase.SCHEDULING_BLOCKED, 10.0), (Phase.SCHEDULING_BLOCKED, 10.0 + blocked_for))
-    assert clock.blocked_too_long(LIMIT) is too_long
+    assert clock.waited_too_long(LIMIT) is too_long
     assert not clock.timed_out(LIMIT)
 
 
@@ -82,14 +82,30 @@ def test_a_new_scheduling_blocked_episode_starts_its_own_count() -> None:
         (Phase.SCHEDULING_BLOCKED, 600.0),
         (Phase.SCHEDULING_BLOCKED, 1150.0),
     )
-    assert clock.blocked_since == 600.0
-    assert not clock.blocked_too_long(LIMIT)  # 550 s in this episode, though 1050 s blocked overall
+    assert clock.waiting_since == 600.0
+    assert not clock.waited_too_long(LIMIT)  # 550 s in this episode, though 1050 s blocked overall
 
 
 def test_a_fresh_clock_has_counted_nothing_and_is_not_blocked() -> None:
     assert Clock().active_seconds == 0.0
     assert not Clock().timed_out(0.0)
-    assert not Clock().blocked_too_long(0.0)
+    assert not Clock().waited_too_long(0.0)
+
+
+@pytest.mark.parametrize("phase", [Phase.STARTING, Phase.FINISHING], ids=["before-any-pod", "after-every-pod"])
+def test_a_wait_on_the_controllers_does_not_count_but_one_episode_is_bounded(phase: Phase) -> None:
+    clock = clock_after((Phase.RUNNING, 0.0), (phase, 60.0), (phase, 60.0 + LIMIT))
+    assert clock.active_seconds == pytest.approx(60.0)
+    assert not clock.waited_too_long(LIMIT)
+    clock = clock.advance(phase, 60.0 + LIMIT + 0.001)
+    assert clock.waited_too_long(LIMIT)
+    assert not clock.timed_out(LIMIT)
+
+
+def test_changing_from_one_bounded_wait_to_another_starts_a_new_episode() -> None:
+    clock = clock_after((Phase.STARTING, 0.0), (Phase.SCHEDULING_BLOCKED, 500.0), (Phase.SCHEDULING_BLOCKED, 1000.0))
+    assert clock.waiting_since == 500.0
+    assert not clock.waited_too_long(LIMIT)
 
 
 def test_only_running_counts_toward_the_timeout_and_only_ends_are_terminal() -> None:
@@ -121,3 +137,32 @@ def test_the_verdict_summary_names_what_did_not_succeed() -> None:
         "FAILED: 1/2 categories did not succeed: b"
     )
     assert parse_statuses("a=Succeeded").summary().splitlines()[-1] == "PASSED: 1/1 categories succeeded"
+
+
+def _pod(phase: str, *, unschedulable: bool = False) -> dict[str, object]:
+    conditions = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}] if unschedulable else []
+    return {"status": {"phase": phase, "conditions": conditions}}
+
+
+TRAINJOB = {"metadata": {"name": "tj"}, "spec": {}, "status": {}}
+
+
+@pytest.mark.parametrize(
+    ("pods", "phase"),
+    [
+        pytest.param([], Phase.STARTING, id="no-pod-yet"),
+        pytest.param([_pod("Pending", unschedulable=True), _pod("Running")], Phase.SCHEDULING_BLOCKED, id="blocked"),
+        pytest.param([_pod("Pending")], Phase.RUNNING, id="bound-not-started"),
+        pytest.param([_pod("Succeeded"), _pod("Running")], Phase.RUNNING, id="one-still-running"),
+        pytest.param([_pod("Succeeded"), _pod("Failed")], Phase.RUNNING, id="one-failed"),
+        pytest.param([_pod("Succeeded"), _pod("Succeeded")], Phase.FINISHING, id="all-succeeded"),
+    ],
+)
+def test_a_trainjob_not_yet_ended_is_classified_by_its_pods(pods: list[dict[str, object]], phase: Phase) -> None:
+    assert classify(TRAINJOB, pods) is phase
+
+
+def test_the_trainjobs_own_end_wins_over_its_pods() -> None:
+    complete = {**TRAINJOB, "status": {"conditions": [{"type": "Complete", "status": "True"}]}}
+    assert classify(complete, []) is Phase.COMPLETE
+    assert classify(None, [_pod("Succeeded")]) is Phase.MISSING
