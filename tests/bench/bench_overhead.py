@@ -89,7 +89,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Self
 
 import yaml
 from kubernetes import client as k8s
@@ -163,17 +163,17 @@ def fault_plan(duration: float) -> str:
 # ------------------------------------------------------------------------------------------- measuring
 
 
-class StepMemory:
-    """The peak resident memory of each step command's processes (`footprint.step_command`), sampled from
-    `/proc` every second on a thread of its own: the simulator runs step containers as local processes, and
-    one certification runs at a time, so a command's processes are this run's."""
+class Periodic:
+    """Calls `sample` every `interval` seconds on a thread of its own while the `with` block runs; a sample that
+    fails with an API or OS error is counted in `errors` and the next one tried."""
 
-    def __init__(self) -> None:
-        self.peaks_mib: dict[str, float] = {}
+    def __init__(self, name: str, interval: float) -> None:
+        self.errors = 0
+        self._interval = interval
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="step-memory", daemon=True)
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
 
-    def __enter__(self) -> StepMemory:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
@@ -183,8 +183,24 @@ class StepMemory:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            self.sample()
-            self._stop.wait(1.0)
+            try:
+                self.sample()
+            except (ApiException, OSError):
+                self.errors += 1
+            self._stop.wait(self._interval)
+
+    def sample(self) -> None:
+        raise NotImplementedError
+
+
+class StepMemory(Periodic):
+    """The peak resident memory of each step command's processes (`footprint.step_command`), sampled from
+    `/proc` every second: the simulator runs step containers as local processes, and one certification runs at
+    a time, so a command's processes are this run's."""
+
+    def __init__(self) -> None:
+        super().__init__("step-memory", 1.0)
+        self.peaks_mib: dict[str, float] = {}
 
     def sample(self) -> None:
         for pid in (entry for entry in os.listdir("/proc") if entry.isdigit()):
@@ -200,34 +216,16 @@ class StepMemory:
                 self.peaks_mib[command] = max(peak, self.peaks_mib.get(command, 0.0))
 
 
-class Sampler:
-    """Keeps the last version of every TrainJob and JobSet pod of a namespace, listed every 2 s on a thread
-    of its own: the run step's cleanup deletes them before the run can be read back."""
+class Sampler(Periodic):
+    """Keeps the last version of every TrainJob and JobSet pod of a namespace, listed every 2 s: the run step's
+    cleanup deletes them before the run can be read back."""
 
     def __init__(self, api: k8s.ApiClient, namespace: str) -> None:
+        super().__init__(f"sampler-{namespace}", SAMPLE_SECONDS)
         self._api, self._namespace = api, namespace
         self.trainjobs: dict[str, dict[str, Any]] = {}
         self.pods: dict[str, dict[str, Any]] = {}
         self.step_pods: dict[str, dict[str, Any]] = {}
-        self.errors = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name=f"sampler-{namespace}", daemon=True)
-
-    def __enter__(self) -> Sampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=30)
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.sample()
-            except (ApiException, OSError):
-                self.errors += 1
-            self._stop.wait(SAMPLE_SECONDS)
 
     def sample(self) -> None:
         for item in scenario.trainjobs(self._api, self._namespace):
