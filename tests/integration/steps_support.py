@@ -308,14 +308,7 @@ def interrupt() -> None:
 
 def create_pending_pod(kube: KubeClient, namespace: str, *, name: str, trainjob: str, message: str) -> None:
     """A rank pod the scheduler could not place: `PodScheduled=False`, reason `Unschedulable`."""
-    kube.create(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "labels": {JOBSET_NAME: trainjob}},
-            "spec": {"containers": [{"name": "node", "image": "nccl-tests:test"}]},
-        }
-    )
+    _create_rank_pod(kube, namespace, name=name, trainjob=trainjob)
     condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}
     status = {"phase": "Pending", "conditions": [condition]}
     kube.merge_patch(PODS, name, {"status": status}, namespace, subresource="status")
@@ -323,6 +316,12 @@ def create_pending_pod(kube: KubeClient, namespace: str, *, name: str, trainjob:
 
 def create_running_pod(kube: KubeClient, namespace: str, *, name: str, trainjob: str) -> None:
     """A rank pod the scheduler placed and the kubelet started."""
+    _create_rank_pod(kube, namespace, name=name, trainjob=trainjob)
+    schedule_pod(kube, namespace, name=name)
+
+
+def _create_rank_pod(kube: KubeClient, namespace: str, *, name: str, trainjob: str) -> None:
+    """A pod of the TrainJob's JobSet, as its Job controller creates it; the callers then set its status."""
     kube.create(
         {
             "apiVersion": "v1",
@@ -331,7 +330,6 @@ def create_running_pod(kube: KubeClient, namespace: str, *, name: str, trainjob:
             "spec": {"containers": [{"name": "node", "image": "nccl-tests:test"}]},
         }
     )
-    schedule_pod(kube, namespace, name=name)
 
 
 def schedule_pod(kube: KubeClient, namespace: str, *, name: str) -> None:

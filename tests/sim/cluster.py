@@ -36,7 +36,7 @@ import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 import yaml
 from kubernetes import client as k8s
@@ -161,17 +161,21 @@ def controller_manager_qps(node_count: int) -> tuple[int, int]:
     return qps, 2 * qps
 
 
-def node_heartbeat(node_count: int) -> tuple[float, int | None]:
-    """How often the sim kubelet renews every node's Lease (seconds), and the node lifecycle controller's grace
-    period for a late one (seconds; None: its default, 50 s).
+class NodeHeartbeat(NamedTuple):
+    renew_seconds: float  # how often the sim kubelet renews every node's Lease
+    grace_seconds: int | None  # the node lifecycle controller's grace period for a late one; None: its default, 50 s
+
+
+def node_heartbeat(node_count: int) -> NodeHeartbeat:
+    """How often the sim kubelet renews the nodes' Leases, and how long a late one is forgiven.
 
     One process plays every node's kubelet here. At 4,096 nodes, renewing each Lease every 10 s as a kubelet
     does took that process 50-63 s a pass once 512 workloads ran (on 2 cores, with the API server), nodes
     went unreachable and 60 s workloads timed out: a large simulated cluster renews every 30 s and is given
     120 s before a node counts as lost. A node a fault takes down is then noticed later too."""
     if node_count < LARGE_CLUSTER_NODES:
-        return 10.0, None
-    return 30.0, 120
+        return NodeHeartbeat(10.0, None)
+    return NodeHeartbeat(30.0, 120)
 
 
 def schedulable(node: Any) -> bool:
@@ -242,6 +246,7 @@ class SimCluster:
     ) -> None:
         self.gpu_node_count = len(nodes)
         self.nodes = list(nodes) + system_nodes(system_node_count)
+        self.heartbeat = node_heartbeat(len(self.nodes))
         self.argo = argo
         # Extra keys of Argo's controller ConfigMap, e.g. `workflowRestrictions` for a hardened controller.
         self.argo_config = dict(argo_config or {})
@@ -365,7 +370,7 @@ class SimCluster:
     def _start_kube_controllers(self) -> None:
         kubeconfig, pki = str(self.kubeconfig), self.plane.pki
         qps, burst = controller_manager_qps(len(self.nodes))
-        _, grace = node_heartbeat(len(self.nodes))
+        grace = self.heartbeat.grace_seconds
         auth = [
             f"--kubeconfig={kubeconfig}",
             f"--authentication-kubeconfig={kubeconfig}",
@@ -426,7 +431,7 @@ class SimCluster:
             },
             host_binds=[(path, path) for path in HOST_SYSTEM_DIRS if Path(path).exists()],
             sandbox_python=sys.executable,
-            heartbeat_seconds=node_heartbeat(len(self.nodes))[0],
+            heartbeat_seconds=self.heartbeat.renew_seconds,
         )
         Path(config.workdir).mkdir(parents=True)
         config_path = config.write(self.workdir / "kubelet.json")

@@ -32,6 +32,6 @@ def test_a_ready_node_is_schedulable_only_without_the_not_ready_taints() -> None
 
 def test_a_large_cluster_renews_its_leases_less_often_and_waits_longer_for_a_late_one() -> None:
     assert node_heartbeat(257) == (10.0, None)
-    heartbeat, grace = node_heartbeat(4097)
-    assert grace is not None
-    assert heartbeat < grace / 3
+    large = node_heartbeat(4097)
+    assert large.grace_seconds is not None
+    assert large.renew_seconds < large.grace_seconds / 3
