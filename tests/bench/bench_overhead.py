@@ -26,17 +26,18 @@ wall / ideal - 1. The certification Workflow's wall time (which adds creating th
 certification step's 5 s polling of it and the verdict) is printed next to it. The breakdown comes from the
 category Workflow's `status.nodes` (Argo's per-pod start and finish, to the second): lead-in, plan step,
 the gaps between steps (Argo's reconciliation), the run waves' time beyond the workload duration, the record
-and cleanup steps. While a run goes, a sampler lists the namespace's TrainJobs and JobSet pods every 2 s
-and Argo's step pods (cleanup deletes the first, pod GC the others), which splits a run-group pod's time into
-pod start-up, step start-up, TrainJob start-up, the workload, completion, "seen late" (the step's 10 s
-polling) and Argo's notice of the pod's end (`tests/bench/overhead.py` says which timestamps bound each).
+and cleanup steps. While a run goes, a recorder watches the namespace's TrainJobs and JobSet pods and Argo's
+step pods and keeps each one's last state (cleanup deletes the first, pod GC the others), which splits a
+run-group pod's time into pod start-up, step start-up, TrainJob start-up, the workload, completion, "seen
+late" (the step's 10 s polling) and Argo's notice of the pod's end (`tests/bench/overhead.py` says which
+timestamps bound each).
 
 The orchestration's footprint (issue 15, item 3; `tests/bench/footprint.py`): the step pods of both Workflows
 (how many, how many at once at the peak, and the peak of their summed CPU and memory requests, init and wait
 containers included), and the API requests of the namespace's service accounts (the step pods and, when it
 runs there, the watcher) over the certification Workflow's wall time, counted in the API server's audit log,
 which the benchmark's cluster writes for service accounts only. And the sizes of the objects a run leaves
-(issue 15, item 4): per kind (Workflow, ConfigMap, TrainJob as last sampled), how many and the largest.
+(issue 15, item 4): per kind (Workflow, ConfigMap, TrainJob as last seen), how many and the largest.
 
 Measured on 2 shared cores, 16 GPU nodes, `--duration 60` (the five runs took 15 minutes after a 29 s cluster
 start): the category Workflow took 54-90 s more than its ideal (ratio 75-107 %), the certification Workflow
@@ -80,12 +81,14 @@ stops the cluster like Ctrl-C.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
 import sys
 import threading
 import time
+from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -95,6 +98,9 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from nvcre_argo.kube.client import KubeClient
+from nvcre_argo.kube.follow import Callbacks, Follower, Selection
+from nvcre_argo.kube.resources import PODS, TRAINJOBS
 from nvcre_argo.names import LABEL_GROUP, LABEL_ROLE, ROLE_CATEGORY
 from nvcre_argo.plan.grouping import OVERFLOW_SUFFIX
 from tests.bench import footprint, overhead
@@ -106,7 +112,6 @@ from tests.sim.cluster import SimCluster, gpu_nodes
 PER_CLIQUE: Final = 8
 DEFAULT_SIZES: Final = (16,)
 DEFAULT_DURATION_S: Final = 60
-SAMPLE_SECONDS: Final = 2.0
 JOBSET_LABEL: Final = "jobset.sigs.k8s.io/jobset-name"
 ARGO_WORKFLOW_LABEL: Final = "workflows.argoproj.io/workflow"  # on every Argo step pod
 LOCK_STEP: Final = "the machine's simulated-cluster lock"  # SimCluster.timings' name for the wait
@@ -216,33 +221,56 @@ class StepMemory(Periodic):
                 self.peaks_mib[command] = max(peak, self.peaks_mib.get(command, 0.0))
 
 
-class Sampler(Periodic):
-    """Keeps the last version of every TrainJob and JobSet pod of a namespace, listed every 2 s: the run step's
-    cleanup deletes them before the run can be read back."""
+class Recorder:
+    """Keeps the last state of every TrainJob, JobSet pod and Argo step pod of a namespace, each kind seen by a
+    list + watch of its own (the product's `kube.follow.Follower`): the run step's cleanup deletes the first two
+    before the run can be read back, pod GC the step pods. A deleted object keeps its last state, the one its
+    DELETED event carried. (Listing them every 2 s instead, as this did, cost more than the run itself at
+    4,096 nodes: 536 TrainJobs were already 1.5 MB and took 1.9 s to list.)"""
 
     def __init__(self, api: k8s.ApiClient, namespace: str) -> None:
-        super().__init__(f"sampler-{namespace}", SAMPLE_SECONDS)
-        self._api, self._namespace = api, namespace
         self.trainjobs: dict[str, dict[str, Any]] = {}
         self.pods: dict[str, dict[str, Any]] = {}
         self.step_pods: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+        self._stack = contextlib.ExitStack()
+        kube = KubeClient(api)
+        self._followers = [
+            Follower(kube, TRAINJOBS, namespace, Selection(), self._keeping(self.trainjobs), what="TrainJobs"),
+            Follower(kube, PODS, namespace, Selection(label_selector=JOBSET_LABEL), self._keeping(self.pods),
+                     what="workload pods"),
+            Follower(kube, PODS, namespace, Selection(label_selector=ARGO_WORKFLOW_LABEL),
+                     self._keeping(self.step_pods), what="step pods"),
+        ]  # fmt: skip
 
-    def sample(self) -> None:
-        for item in scenario.trainjobs(self._api, self._namespace):
-            self.trainjobs[item["metadata"]["name"]] = item
-        core = k8s.CoreV1Api(self._api)
-        for selector, kept in ((JOBSET_LABEL, self.pods), (ARGO_WORKFLOW_LABEL, self.step_pods)):
-            for pod in core.list_namespaced_pod(self._namespace, label_selector=selector).items:
-                found: dict[str, Any] = self._api.sanitize_for_serialization(pod)  # type: ignore[no-untyped-call]
-                kept[str(found["metadata"]["name"])] = found
+    def __enter__(self) -> Self:
+        for follower in self._followers:
+            self._stack.enter_context(follower)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    def _keeping(self, kept: dict[str, dict[str, Any]]) -> Callbacks:
+        def note(obj: Mapping[str, Any]) -> None:
+            with self._lock:
+                kept[str(obj["metadata"]["name"])] = dict(obj)
+
+        def on_list(objects: list[Mapping[str, Any]]) -> None:
+            for obj in objects:
+                note(obj)
+
+        return Callbacks(keep=lambda obj: True, on_list=on_list, on_event=lambda kind, obj: note(obj))
 
     def workloads(self) -> dict[str, overhead.WorkloadTimes]:
         """Per group, its TrainJob's times (the pods are the TrainJob's JobSet's, named after it)."""
-        found = {}
-        for name, trainjob in self.trainjobs.items():
-            pods = [pod for pod in self.pods.values() if pod["metadata"]["labels"].get(JOBSET_LABEL) == name]
-            found[overhead.group_of(trainjob)] = overhead.workload_times(trainjob, pods)
-        return found
+        pods_of: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for pod in self.pods.values():
+            pods_of[pod["metadata"]["labels"].get(JOBSET_LABEL, "")].append(pod)
+        return {
+            overhead.group_of(trainjob): overhead.workload_times(trainjob, pods_of[name])
+            for name, trainjob in self.trainjobs.items()
+        }
 
     def mains(self) -> dict[str, overhead.MainTimes]:
         """Per Argo node name, its step pod's `main` container times."""
@@ -272,7 +300,6 @@ class RunRecord:
     largest_objects: list[dict[str, Any]] = field(default_factory=list)  # `footprint.LargestObject`s
     step_memory_mib: dict[str, float] = field(default_factory=dict)  # per step command, its peak RSS
     trainjobs_seen: int = 0
-    sampler_errors: int = 0
     seconds: float = 0.0
     error: str = ""
 
@@ -310,12 +337,10 @@ def _execute(sim: SimCluster, api: k8s.ApiClient, spec: RunSpec, namespace: str,
     document = certification(namespace, spec, record.duration)
     scenario.apply_certification(api, document)
     workflow = scenario.compile_workflow(sim.kubeconfig, document, options=spec.compile_options())
-    with Sampler(api, namespace) as sampler, StepMemory() as memory:
+    with Recorder(api, namespace) as recorder, StepMemory() as memory:
         parent = scenario.submit(api, workflow)
         record.phase = scenario.wait_workflow_done(api, namespace, parent, timeout_s=run_timeout_s(size=record.size))
     record.step_memory_mib = dict(sorted(memory.peaks_mib.items()))
-    sampler.sample()  # what the last interval may have missed (cleanup may already have deleted some)
-    record.sampler_errors = sampler.errors
     parent_workflow = overhead.with_plain_nodes(scenario.get_workflow(api, namespace, parent))
     record.certification_wall = overhead.seconds_between(*_bounds(parent_workflow))
     children = scenario.workflows(api, namespace, f"{LABEL_ROLE}={ROLE_CATEGORY}")
@@ -326,26 +351,26 @@ def _execute(sim: SimCluster, api: k8s.ApiClient, spec: RunSpec, namespace: str,
     status = child.get("status") or {}
     if not status.get("finishedAt"):
         raise RuntimeError(f"category Workflow {record.category_workflow} did not finish")
-    groups = {(item["metadata"].get("labels") or {}).get(LABEL_GROUP, "") for item in sampler.trainjobs.values()}
+    groups = {(item["metadata"].get("labels") or {}).get(LABEL_GROUP, "") for item in recorder.trainjobs.values()}
     overflow = sum(1 for group in groups if group.endswith(OVERFLOW_SUFFIX))
     result = overhead.breakdown(status, duration=record.duration, max_concurrent=spec.max_concurrent, overflow=overflow)
     record.breakdown = asdict(result)
-    workloads = sampler.workloads()
+    workloads = recorder.workloads()
     record.trainjobs_seen = len(workloads)
     phases = (
         overhead.shared_phases(status, workloads)
         if not spec.pod_per_group
-        else overhead.run_phases(overhead.pod_spans(status), workloads, sampler.mains())
+        else overhead.run_phases(overhead.pod_spans(status), workloads, recorder.mains())
     )
     record.phases = asdict(phases)
     node_times = overhead.group_node_times(status)
     record.group_nodes = asdict(node_times) if node_times is not None else {}
-    _measure_footprint(sim, record, parent=parent_workflow, child=child, sampler=sampler)
-    record.largest_objects = [asdict(item) for item in _largest_objects(api, namespace, sampler)]
+    _measure_footprint(sim, record, parent=parent_workflow, child=child, recorder=recorder)
+    record.largest_objects = [asdict(item) for item in _largest_objects(api, namespace, recorder)]
 
 
-def _largest_objects(api: k8s.ApiClient, namespace: str, sampler: Sampler) -> list[footprint.LargestObject]:
-    """The run's Workflows and ConfigMaps as they are at its end, and its TrainJobs as last sampled (the
+def _largest_objects(api: k8s.ApiClient, namespace: str, recorder: Recorder) -> list[footprint.LargestObject]:
+    """The run's Workflows and ConfigMaps as they are at its end, and its TrainJobs as last seen (the
     runner deletes them), largest first per kind."""
     core = k8s.CoreV1Api(api)
     config_maps = [
@@ -356,7 +381,7 @@ def _largest_objects(api: k8s.ApiClient, namespace: str, sampler: Sampler) -> li
         [
             *(("Workflow", item) for item in scenario.workflows(api, namespace)),
             *(("ConfigMap", item) for item in config_maps),
-            *(("TrainJob", item) for item in sampler.trainjobs.values()),
+            *(("TrainJob", item) for item in recorder.trainjobs.values()),
         ]
     )
 
@@ -367,12 +392,12 @@ def _measure_footprint(
     *,
     parent: Mapping[str, Any] | None,
     child: Mapping[str, Any],
-    sampler: Sampler,
+    recorder: Recorder,
 ) -> None:
     """The run's step pods at their peak (both Workflows) and its service accounts' API requests over the
     certification Workflow's wall time, from the API server's audit log."""
     spans = [*overhead.pod_spans((parent or {}).get("status") or {}), *overhead.pod_spans(child["status"])]
-    record.footprint = asdict(footprint.footprint(spans, footprint.requests_by_node(sampler.step_pods.values())))
+    record.footprint = asdict(footprint.footprint(spans, footprint.requests_by_node(recorder.step_pods.values())))
     start, end = _bounds(parent)
     audit_log = sim.plane.audit_log
     if audit_log is None or not start or not end:
