@@ -83,7 +83,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import signal
 import sys
 import threading
@@ -108,6 +107,7 @@ from tests.harness.namespaces import namespace_for_test
 from tests.harness.versions import REPO_ROOT
 from tests.sim import scenario
 from tests.sim.cluster import SimCluster, gpu_nodes
+from tests.sim.processes import step_processes
 
 PER_CLIQUE: Final = 8
 DEFAULT_SIZES: Final = (16,)
@@ -199,7 +199,7 @@ class Periodic:
 
 
 class StepMemory(Periodic):
-    """The peak resident memory of each step command's processes (`footprint.step_command`), sampled from
+    """The peak resident memory of each step command's processes (`tests/sim/processes.py`), sampled from
     `/proc` every second: the simulator runs step containers as local processes, and one certification runs at
     a time, so a command's processes are this run's."""
 
@@ -208,17 +208,13 @@ class StepMemory(Periodic):
         self.peaks_mib: dict[str, float] = {}
 
     def sample(self) -> None:
-        for pid in (entry for entry in os.listdir("/proc") if entry.isdigit()):
+        for process in step_processes():
             try:
-                argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode("utf-8", "replace").split("\0")
-                command = footprint.step_command(argv)
-                if command is None:
-                    continue
-                peak = footprint.high_water_mib(Path(f"/proc/{pid}/status").read_text(encoding="utf-8"))
-            except OSError:  # the process ended between the listing and the read
+                peak = footprint.high_water_mib(Path(f"/proc/{process.pid}/status").read_text(encoding="utf-8"))
+            except OSError:  # the process ended since it was found
                 continue
             if peak is not None:
-                self.peaks_mib[command] = max(peak, self.peaks_mib.get(command, 0.0))
+                self.peaks_mib[process.command] = max(peak, self.peaks_mib.get(process.command, 0.0))
 
 
 class Recorder:

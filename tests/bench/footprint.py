@@ -176,17 +176,6 @@ def largest_objects(objects: Iterable[tuple[str, Mapping[str, Any]]]) -> list[La
     return list(found.values())
 
 
-STEP_COMMAND: Final = ("nvcre-argo", "step")  # a step container's argv: ... nvcre-argo step <command> ...
-
-
-def step_command(argv: Sequence[str]) -> str | None:
-    """The step command (`plan`, `run-groups`, ...) a process's argv runs, or None for any other process."""
-    for index in range(len(argv) - 2):
-        if argv[index].endswith(STEP_COMMAND[0]) and argv[index + 1] == STEP_COMMAND[1]:
-            return argv[index + 2]
-    return None
-
-
 def high_water_mib(status: str) -> float | None:
     """`VmHWM` (peak resident memory) of a `/proc/<pid>/status` text, in MiB; None without it."""
     for line in status.splitlines():

@@ -101,13 +101,6 @@ def test_the_largest_object_of_each_kind_is_named_with_its_size_and_the_kinds_co
     assert footprint.object_size({"a": "é"}) == len('{"a":"é"}'.encode())
 
 
-def test_a_step_process_is_known_by_its_step_command() -> None:
-    argv = ["/venv/bin/python", "/venv/bin/nvcre-argo", "step", "run-groups", "--x"]
-    assert footprint.step_command(argv) == "run-groups"
-    assert footprint.step_command(["/venv/bin/python", "-m", "tests.sim.kubelet"]) is None
-    assert footprint.step_command(["/venv/bin/nvcre-argo", "step"]) is None
-
-
 def test_the_high_water_mark_is_read_in_mib() -> None:
     status = "Name:\tpython\nVmPeak:\t  900000 kB\nVmHWM:\t  153600 kB\nVmRSS:\t  100000 kB\n"
     assert footprint.high_water_mib(status) == 150.0
