@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import signal
+import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -86,7 +87,21 @@ def _fail_with(summary: str) -> NoReturn:
 def step_group(ctx: click.Context, kubeconfig: str | None) -> None:
     """Steps run inside Argo Workflows (not meant to be run by hand)."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    signal.signal(signal.SIGTERM, _exit_terminated)
     ctx.obj = kubeconfig
+
+
+def _exit_terminated(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM (the pod is evicted or deleted): end at once with exit code 143, as the signal would, but said.
+
+    Ended by the signal itself, the step would reach Argo as exit code 137 (its executor reports a child killed
+    by a signal so), which is also an OOM kill's; 143 is what the steps' retry strategy retries
+    (`render.category_template.step_retry`). Nothing is cleaned up on the way out, as with the signal: what a
+    step started (TrainJobs, ConfigMaps) is what its retry resumes from. The category step handles SIGTERM
+    itself (`category_command`)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(contract.EXIT_TERMINATED)
 
 
 def _kube(ctx: click.Context) -> KubeClient:
@@ -264,7 +279,7 @@ def category_command(ctx: click.Context) -> None:
             click.echo(f"stopped category Workflow {manifest['metadata']['name']}: {reason}")
         else:
             click.echo("terminated while the certification runs on: the retried step follows the same Workflow")
-        raise SystemExit(1) from None
+        raise SystemExit(contract.EXIT_TERMINATED) from None
     _write_output(contract.CATEGORY_WORKFLOW_FILE, outcome.workflow)
     _write_output(contract.VERDICT_FILE, outcome.verdict)
     _write_output(contract.FAILED_NODE_COUNT_FILE, str(len(outcome.failed_nodes)))

@@ -106,6 +106,22 @@ def pod_gc() -> m.PodGC:
     return m.PodGC(strategy="OnPodSuccess", delete_delay_duration="10m")
 
 
+def step_retry(limit: int) -> m.RetryStrategy:
+    """Retry a step whose pod was lost, whichever way Argo saw it go, and never one that failed.
+
+    An evicted or deleted pod reaches Argo as an `Error` (`pod deleted`) when the pod was gone before Argo read
+    its end, but as `Failed` with the container's exit code 143 (SIGTERM) when the kubelet's last status came
+    first: `retryPolicy: OnError` retried only the first. On 4,096 simulated nodes the shared runner was evicted
+    three times, the first two reaching Argo as `Error`, the third as `Failed` (exit code 143).
+    Every step is safe to run again (it resumes from what it recorded), so both count; a step that failed
+    (exit code 1: the category failed, a bad input) is not retried."""
+    return m.RetryStrategy(
+        limit=str(limit),
+        retry_policy="Always",
+        expression=f"lastRetry.status == 'Error' || lastRetry.exitCode == '{contract.EXIT_TERMINATED}'",
+    )
+
+
 def exit_handler(step: Container) -> None:
     """The exit handler (`onExit: on-exit`) that runs `step` unless the Workflow succeeded.
 
@@ -164,14 +180,14 @@ def _fan_out(templates: GroupTemplates, items: str, *, shared: bool, when: str |
         templates.group(name="group", with_param=items, arguments=group, when=when, continue_on=keep_going)
 
 
-def _plan_round(step_image: str, retry_on_error: m.RetryStrategy) -> Container:
+def _plan_round(step_image: str, retry_when_lost: m.RetryStrategy) -> Container:
     """The step that plans the next isolation round, or finds that none is left (`done`)."""
     round_input = f"{{{{inputs.parameters.{contract.PARAM_ROUND}}}}}"
     return _step(
         contract.TEMPLATE_PLAN_ROUND,
         step_image,
         ["plan-round"],
-        retry_strategy=retry_on_error,
+        retry_strategy=retry_when_lost,
         inputs=[Parameter(name=contract.PARAM_ROUND)],
         env=_step_env(m.EnvVar(name=contract.ENV_ROUND, value=round_input)),
         outputs=[
@@ -218,7 +234,7 @@ def _group_outputs(value_from: dict[str, m.ValueFrom]) -> list[Parameter]:
     return [Parameter(name=name, value_from=source) for name, source in value_from.items()]
 
 
-def _run_groups(step_image: str, retry_on_error: m.RetryStrategy) -> Container:
+def _run_groups(step_image: str, retry_when_lost: m.RetryStrategy) -> Container:
     """The shared runner (`steps.shared_runner`): one pod for every group of a fan-out, however many, at
     most `maxConcurrent` at once. It is retried like a group's own step: it follows the TrainJobs its runs
     created. It requests more than a step, as it runs each group in a thread."""
@@ -226,7 +242,7 @@ def _run_groups(step_image: str, retry_on_error: m.RetryStrategy) -> Container:
         contract.TEMPLATE_RUN_GROUPS,
         step_image,
         ["run-groups"],
-        retry_strategy=retry_on_error,
+        retry_strategy=retry_when_lost,
         inputs=[Parameter(name=contract.PARAM_GROUPS)],
         env=_step_env(m.EnvVar(name=contract.ENV_GROUPS, value=f"{{{{inputs.parameters.{contract.PARAM_GROUPS}}}}}")),
         resources_override=SHARED_RUNNER_RESOURCES,
@@ -257,7 +273,7 @@ def build_category_template(
     Without a value Argo refuses the submission (`spec.arguments.category.value is required`) and its UI
     form asks for one."""
     name = contract.category_template_name(domain, variant)
-    retry_on_error = m.RetryStrategy(limit="2", retry_policy="OnError")
+    retry_when_lost = step_retry(2)
     with WorkflowTemplate(
         name=name,
         labels={
@@ -296,7 +312,7 @@ def build_category_template(
             step_image,
             ["plan"],
             env=_step_env(),
-            retry_strategy=retry_on_error,
+            retry_strategy=retry_when_lost,
             outputs=[
                 Parameter(name=contract.OUTPUT_GROUPS, value_from=m.ValueFrom(path=contract.GROUPS_FILE)),
             ],
@@ -307,7 +323,7 @@ def build_category_template(
             contract.TEMPLATE_RUN_GROUP,
             step_image,
             ["run"],
-            retry_strategy=retry_on_error,
+            retry_strategy=retry_when_lost,
             synchronization=group_semaphore(),
             inputs=[Parameter(name="group")],
             env=_step_env(m.EnvVar(name=contract.ENV_GROUP, value="{{inputs.parameters.group}}")),
@@ -324,7 +340,7 @@ def build_category_template(
             step_image,
             ["record"],
             env=_step_env(),
-            retry_strategy=retry_on_error,
+            retry_strategy=retry_when_lost,
             outputs=[
                 Parameter(
                     name=contract.OUTPUT_FAILED_NODES_REF, value_from=m.ValueFrom(path=contract.FAILED_NODES_REF_FILE)
@@ -336,13 +352,13 @@ def build_category_template(
             ],
         )
         exit_handler(
-            _step(contract.TEMPLATE_CLEANUP, step_image, ["cleanup"], env=_step_env(), retry_strategy=retry_on_error)
+            _step(contract.TEMPLATE_CLEANUP, step_image, ["cleanup"], env=_step_env(), retry_strategy=retry_when_lost)
         )
         templates = GroupTemplates(
-            run_group=run_group, run_groups=_run_groups(step_image, retry_on_error), group=_group_node()
+            run_group=run_group, run_groups=_run_groups(step_image, retry_when_lost), group=_group_node()
         )
         if diagnose:
-            _plan_round(step_image, retry_on_error)
+            _plan_round(step_image, retry_when_lost)
         plan_groups = f"{{{{steps.{contract.TEMPLATE_PLAN}.outputs.parameters.{contract.OUTPUT_GROUPS}}}}}"
         for shared in (False, True):
             # The items are group names only (Argo shows `group(0:g0)`); the run step reads the group's nodes

@@ -48,6 +48,7 @@ from nvcre_argo.render.category_template import (
     exit_handler,
     pod_gc,
     pod_security_context,
+    step_retry,
 )
 from nvcre_argo.resolve.category import ResolvedCategory
 from nvcre_argo.yamlio import dump_yaml, load_yaml_mapping
@@ -192,7 +193,7 @@ def _category_step(target: WorkflowTarget, category: ResolvedCategory, argument:
             # YAML, as a reviewer of committed output reads it (the category argument stays one value per line).
             m.EnvVar(name=contract.ENV_CATEGORY_WORKFLOW, value=dump_yaml(manifest)),
         ],
-        retry_strategy=m.RetryStrategy(limit="3", retry_policy="OnError"),
+        retry_strategy=step_retry(3),
         metrics=_category_metrics(target.certification, category),
         outputs=[
             step_output(contract.OUTPUT_CATEGORY_WORKFLOW, contract.CATEGORY_WORKFLOW_FILE, ""),

@@ -31,7 +31,7 @@ from hera.workflows import models as m
 
 from nvcre_argo import __version__, contract
 from nvcre_argo.names import LABEL_MANAGED_BY, MANAGED_BY, category_step_names
-from nvcre_argo.render.category_template import LABEL_VERSION, exit_handler, pod_gc, pod_security_context
+from nvcre_argo.render.category_template import LABEL_VERSION, exit_handler, pod_gc, pod_security_context, step_retry
 from nvcre_argo.render.certification_workflow import (
     DEFAULT_LOCK,
     DESCRIPTION,
@@ -146,7 +146,7 @@ def build_certification_template(*, step_image: str) -> dict[str, Any]:
                 ),
                 m.EnvVar(name=contract.ENV_CATEGORY_STEP, value=f"{{{{inputs.parameters.{contract.PARAM_STEP}}}}}"),
             ],
-            retry_strategy=m.RetryStrategy(limit="3", retry_policy="OnError"),
+            retry_strategy=step_retry(3),
             outputs=[
                 step_output(contract.OUTPUT_CATEGORY_STEP, contract.CATEGORY_STEP_FILE, ""),
                 step_output(contract.OUTPUT_CATEGORY_WORKFLOW, contract.CATEGORY_WORKFLOW_FILE, ""),

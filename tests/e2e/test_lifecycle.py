@@ -5,15 +5,19 @@
   category Workflow runs on.
 - A step pod deleted mid-run (the category step of the certification Workflow, and a group's run step) is
   retried, follows the Workflow and the TrainJob it already started, and the run ends with its results
-  recorded; each group's TrainJob is created exactly once.
+  recorded; each group's TrainJob is created exactly once. So is a step whose container SIGTERM ended with
+  its pod still there (an eviction whose last status Argo read first: `Failed`, exit code 143, not `Error`).
 - Two certifications of the same nodes submitted together run one after the other (Argo's mutex).
 - `argo retry` of a failed certification tests the failed category again, as a new category Workflow.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import time
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +27,7 @@ from kubernetes import client as k8s
 from tests.harness.versions import binary_dirs
 from tests.sim import scenario
 from tests.sim.cluster import SimCluster
+from tests.sim.processes import step_processes
 
 RUN_TIMEOUT_S = 600
 STOP_WITHIN_S = 60
@@ -90,7 +95,8 @@ def test_stopping_the_certification_workflow_frees_the_gpus_within_a_minute(
 
 
 def _step_pods(api: k8s.ApiClient, namespace: str, workflow: str, step: str) -> list[k8s.V1Pod]:
-    """Running pods of the Workflow whose Argo node name holds ``step`` (``.name``)."""
+    """Pods of the Workflow whose Argo node name holds ``step`` (``.name``) and whose step still runs (a pod
+    stays Running for a moment after its `main` container ended, while Argo's `wait` container saves outputs)."""
     pods = (
         k8s.CoreV1Api(api)
         .list_namespaced_pod(namespace, label_selector=f"workflows.argoproj.io/workflow={workflow}")
@@ -101,32 +107,66 @@ def _step_pods(api: k8s.ApiClient, namespace: str, workflow: str, step: str) -> 
         for pod in pods
         if step in (pod.metadata.annotations or {}).get("workflows.argoproj.io/node-name", "")
         and pod.status.phase == "Running"
+        and any(c.name == "main" and c.state.running for c in pod.status.container_statuses or [])
     ]
 
 
-def test_step_pods_deleted_mid_run_are_retried_and_the_results_are_recorded(
-    sim: SimCluster, api: k8s.ApiClient, namespace: str
+StopStep = Callable[[k8s.ApiClient, str, k8s.V1Pod, str], None]
+
+
+def _stop_by_deletion(api: k8s.ApiClient, namespace: str, pod: k8s.V1Pod, command: str) -> None:
+    """As an eviction Argo sees only once the pod is gone: the node is an `Error` (`pod deleted`)."""
+    k8s.CoreV1Api(api).delete_namespaced_pod(pod.metadata.name, namespace)
+
+
+def _stop_by_sigterm(api: k8s.ApiClient, namespace: str, pod: k8s.V1Pod, command: str) -> None:
+    """As the kubelet stops a container: SIGTERM to its first process (Argo's executor, which hands it to the
+    step running `command`); the pod stays, so Argo reads the container's exit code 143: `Failed`."""
+    (first,) = [item for item in step_processes() if item.command == command and item.container_first]
+    os.kill(first.pid, signal.SIGTERM)
+
+
+@pytest.mark.parametrize("stop", [_stop_by_deletion, _stop_by_sigterm], ids=["deleted", "sigterm"])
+def test_step_pods_lost_mid_run_are_retried_and_the_results_are_recorded(
+    sim: SimCluster, api: k8s.ApiClient, namespace: str, stop: StopStep
 ) -> None:
-    parent = _start_long_run(sim, api, namespace, seconds=40)
+    parent = _start_long_run(sim, api, namespace, seconds=60)
     _wait_first_trainjob(api, namespace)
     (child,) = scenario.names(scenario.workflows(api, namespace, "nvcre.nvidia.com/role=category"))
-    core = k8s.CoreV1Api(api)
 
-    # The certification Workflow's category step, then the shared runner running every group of the category,
-    # each as an eviction would: the runner's retry must follow the TrainJobs its groups started.
-    for workflow, step in ((parent, ".dcgm-level1"), (child, ".run-groups")):
+    # The shared runner running every group of the category (first: it ends with the groups' workloads), then
+    # the certification Workflow's category step, each as an eviction would: the runner's retry must follow the
+    # TrainJobs its groups started, the category step's the category Workflow.
+    for workflow, step, command in ((child, ".run-groups", "run-groups"), (parent, ".dcgm-level1", "category")):
         pod = scenario.wait_for(
             f"a running {step} step pod",
             lambda workflow=workflow, step=step: _step_pods(api, namespace, workflow, step),
             timeout_s=120,
             describe=lambda: scenario.workflow_tree(api, namespace),
         )[0]
-        core.delete_namespaced_pod(pod.metadata.name, namespace)
+        stop(api, namespace, pod, command)
 
     assert scenario.wait_workflow_done(api, namespace, parent, timeout_s=RUN_TIMEOUT_S) == "Succeeded", (
         f"{scenario.workflow_tree(api, namespace)}\nchild spec.shutdown: "
         f"{(scenario.get_workflow(api, namespace, child) or {}).get('spec', {}).get('shutdown')}"
     )
+    # Stopped by SIGTERM, the step's first attempt ended `Failed` with exit code 143 and a second one took over.
+    # Deleted, it ended `Error`, or (deleted before Argo saw it run) Argo made the pod again in the same attempt.
+    for workflow, template in ((parent, "category-"), (child, "run-groups")):
+        attempts = sorted(
+            (
+                node
+                for node in scenario.get_workflow(api, namespace, workflow)["status"]["nodes"].values()
+                if node["type"] == "Pod" and node.get("templateName", "").startswith(template)
+            ),
+            key=lambda node: str(node["startedAt"]),
+        )
+        ends = [(node["phase"], (node.get("outputs") or {}).get("exitCode")) for node in attempts]
+        if stop is _stop_by_sigterm:
+            assert ends == [("Failed", "143"), ("Succeeded", "0")], ends
+        else:
+            assert ends[-1][0] == "Succeeded", ends
+            assert all(phase == "Error" for phase, _ in ends[:-1]), ends
     assert scenario.names(scenario.workflows(api, namespace, "nvcre.nvidia.com/role=category")) == [child]
     # One TrainJob per group, never a second one for a retried step.
     trainjobs = scenario.trainjobs(api, namespace)
