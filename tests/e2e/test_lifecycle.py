@@ -115,7 +115,8 @@ StopStep = Callable[[k8s.ApiClient, str, k8s.V1Pod, str], None]
 
 
 def _stop_by_deletion(api: k8s.ApiClient, namespace: str, pod: k8s.V1Pod, command: str) -> None:
-    """As an eviction Argo sees only once the pod is gone: the node is an `Error` (`pod deleted`)."""
+    """As an eviction Argo sees only once the pod is gone: the node is an `Error` (`pod deleted`), or, deleted
+    before Argo recorded it running, its pod is made again in the same attempt."""
     k8s.CoreV1Api(api).delete_namespaced_pod(pod.metadata.name, namespace)
 
 
