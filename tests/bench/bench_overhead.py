@@ -209,6 +209,8 @@ class StepMemory(Periodic):
 
     def sample(self) -> None:
         for process in step_processes():
+            if process.container_first:  # Argo's executor, not the step
+                continue
             try:
                 peak = footprint.high_water_mib(Path(f"/proc/{process.pid}/status").read_text(encoding="utf-8"))
             except OSError:  # the process ended since it was found
