@@ -32,8 +32,9 @@ TEMPLATE_CLEANUP = "cleanup"
 # Workflow succeeded, when there is nothing left for it to stop.
 TEMPLATE_ON_EXIT = "on-exit"
 UNLESS_SUCCEEDED = "{{workflow.status}} != Succeeded"
-# A step's exit code when SIGTERM ended it (128 + 15): its pod was evicted or deleted, the step did not fail.
-# The steps' retry strategy retries it like an Argo `Error`.
+# A container's exit code when SIGTERM ended it (128 + 15): how the kubelet stops the containers of a pod being
+# deleted or evicted. A step exits with it on SIGTERM, and the steps' retry strategy retries it like an `Error`;
+# a workload rank that ended with it was stopped, it did not fail (`steps.workload`).
 EXIT_TERMINATED = 143
 # `testScale: diagnose` (communication entries): plan -> rounds -> record, where `rounds` is
 # plan-round -> run-group x N -> rounds again (Argo recursion) until plan-round finds nothing left to test.

@@ -22,6 +22,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from nvcre_argo import contract
+
 
 class Phase(enum.Enum):
     MISSING = "Missing"
@@ -129,8 +131,6 @@ class Clock:
 
 
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
-EXIT_SIGTERM = 143
-"""A container's exit code when SIGTERM ended it: how the kubelet stops the containers of a pod being deleted."""
 
 
 @dataclass(frozen=True)
@@ -177,7 +177,7 @@ def rank_failures(pods: Sequence[dict[str, Any]], rank_jobs: Collection[str]) ->
                         reason=str(state.get("reason") or ""),
                         finished_at=str(state.get("finishedAt") or ""),
                         stopped_by_deletion=bool(metadata.get("deletionTimestamp"))
-                        and int(state["exitCode"]) == EXIT_SIGTERM,
+                        and int(state["exitCode"]) == contract.EXIT_TERMINATED,
                     )
                 )
     return found
