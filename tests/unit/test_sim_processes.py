@@ -17,10 +17,14 @@ def test_a_step_process_is_known_by_its_step_command() -> None:
 
 
 def test_the_running_step_processes_are_found_with_their_command() -> None:
-    # A process whose argv reads like a step's (the script never runs a step: `-c` runs the sleep).
-    code = "import time; time.sleep(30)"
-    with subprocess.Popen([sys.executable, "-c", code, "nvcre-argo", "step", "probe"]) as process:
+    # A process whose argv reads like a step's (the script never runs a step: `-c` runs the sleep). Read once
+    # it has said so: until its exec, a new process's argv is still the forking test's.
+    code = "import time; print('started', flush=True); time.sleep(30)"
+    argv = [sys.executable, "-c", code, "nvcre-argo", "step", "probe"]
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, text=True) as process:
         try:
+            assert process.stdout is not None
+            assert process.stdout.readline() == "started\n"
             found = [item for item in step_processes() if item.pid == process.pid]
         finally:
             process.kill()
