@@ -95,9 +95,9 @@ def _exit_terminated(signum: int, frame: FrameType | None) -> None:
     """SIGTERM (the pod is evicted or deleted): end at once with exit code 143, as the signal would, but said.
 
     Ended by the signal itself, the step would reach Argo as exit code 137 (its executor reports a child killed
-    by a signal so), which is also an OOM kill's; 143 is what the steps' retry strategy retries
-    (`render.category_template.step_retry`). Nothing is cleaned up on the way out, as with the signal: what a
-    step started (TrainJobs, ConfigMaps) is what its retry resumes from. The category step handles SIGTERM
+    by a signal so), which is also an OOM kill's: 143 tells a stopped step from one that ran out of memory.
+    Nothing is cleaned up on the way out, as with the signal: what a step started (TrainJobs, ConfigMaps) is
+    what its retry (`render.category_template.step_retry`) resumes from. The category step handles SIGTERM
     itself (`category_command`)."""
     sys.stdout.flush()
     sys.stderr.flush()
@@ -278,7 +278,7 @@ def category_command(ctx: click.Context) -> None:
         if reason:
             click.echo(f"stopped category Workflow {manifest['metadata']['name']}: {reason}")
         else:
-            click.echo("terminated while the certification runs on: the retried step follows the same Workflow")
+            click.echo("terminated while the certification runs on: a retried step follows the same Workflow")
         raise SystemExit(contract.EXIT_TERMINATED) from None
     _write_output(contract.CATEGORY_WORKFLOW_FILE, outcome.workflow)
     _write_output(contract.VERDICT_FILE, outcome.verdict)

@@ -11,7 +11,9 @@ parent too: once the parent is shutting down, deleted or gone, it sets `spec.shu
 Workflow, whose own exit handler then deletes its unfinished TrainJobs and frees the GPUs. A parent-level
 exit handler (`nvcre-argo step stop-children`) does the same for every unfinished category Workflow, for a
 step pod that was killed before it could. A step pod stopped for any other reason (eviction, a drained node)
-leaves the category Workflow running: the retried step picks it up.
+leaves the category Workflow running: the retried step picks it up. The step also stops a category Workflow
+whose shared runner ended for good with groups left waiting (`group_nodes.stranded_groups`): nothing would end
+them before the Workflow's deadline.
 
 `argo retry` re-tests. A step that reported its category's outcome marks the category Workflow
 (`nvcre.nvidia.com/reported`); when Argo runs the step again after that (a retry of the certification
@@ -36,6 +38,7 @@ from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.kube.resources import CONFIGMAPS, WORKFLOWS, owned_by
 from nvcre_argo.names import LABEL_CERTIFICATION, LABEL_ROLE, ROLE_CATEGORY, dns_label, failed_nodes_configmap
 from nvcre_argo.results import FAILED_NODES_KEY, ResultsError, decode_failed_nodes
+from nvcre_argo.steps.group_nodes import stranded_groups
 
 FINISHED_PHASES = frozenset({"Succeeded", "Failed", "Error"})
 SHUTDOWN_STOP = "Stop"
@@ -222,15 +225,20 @@ def follow_child(
     settings: FollowSettings | None = None,
     report: Callable[[str], None] = print,
 ) -> CategoryOutcome:
-    """Start the category Workflow once and wait for its end, stopping it when the parent stops."""
+    """Start the category Workflow once and wait for its end, stopping it when the parent stops, or when its
+    groups were stranded (`stranded_groups`): then it waits for the stopped Workflow's end (its exit handler
+    deletes its TrainJobs), so the next category does not start beside them."""
     settings = settings or FollowSettings()
     child, created = current_attempt(kube, child_manifest(template, parent), parent)
     name = child["metadata"]["name"]
     report(f"{'created' if created else 'following the existing'} category Workflow {name}")
+    stranded: str | None = None
     while True:
         if is_finished(child):
             phase = child["status"]["phase"]
-            outcome = CategoryOutcome(key, name, phase, failed_node_names(kube, parent.namespace, child))
+            outcome = CategoryOutcome(
+                key, name, phase, failed_node_names(kube, parent.namespace, child), stopped=stranded
+            )
             mark_reported(kube, child, outcome)
             return outcome
         reason = stop_if_parent_stopping(kube, parent, name)
@@ -239,6 +247,9 @@ def follow_child(
             outcome = CategoryOutcome(key, name, phase, stopped=reason)
             mark_reported(kube, child, outcome)
             return outcome
+        if stranded is None and (stranded := stranded_groups(child)):
+            report(f"stopping category Workflow {name}: {stranded}")
+            stop_child(kube, name, parent.namespace)
         settings.sleep(settings.poll_seconds)
         found = kube.get(WORKFLOWS, name, parent.namespace)
         if found is None:

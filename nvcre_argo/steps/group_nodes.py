@@ -143,3 +143,40 @@ def node_patch(workflow: Mapping[str, Any], changes: Mapping[str, Mapping[str, A
 def _pointer_token(key: str) -> str:
     """A map key as one JSON pointer token (RFC 6901)."""
     return key.replace("~", "~0").replace("/", "~1")
+
+
+def stranded_groups(workflow: Mapping[str, Any]) -> str | None:
+    """Why some group nodes of the Workflow will never end, or None: their shared runner ended for good (its
+    `Retry` node Failed or Errored: no attempt is left or Argo would not retry it) before completing them.
+
+    Only the runner completes a group's suspend node, so such groups would wait until the Workflow's deadline,
+    holding the steps after them (`record`, the next isolation round) and the certification's next category.
+    The groups are the suspend nodes beside the runner in its step group (one fan-out, or one round's). A
+    runner lost as `Failed` (its pod stopped with SIGTERM, exit code 143, and its end read before the pod was
+    gone) is the usual case: Argo does not retry it (`render.category_template.step_retry`)."""
+    all_nodes = workflows.nodes(workflow)
+    for runner_id, runner in sorted(all_nodes.items()):
+        if (
+            runner.get("type") != "Retry"
+            or runner.get("templateName") != contract.TEMPLATE_RUN_GROUPS
+            or runner.get("phase") not in workflows.FAILED_PHASES
+        ):
+            continue
+        waiting = [
+            sibling
+            for step_group in all_nodes.values()
+            if runner_id in (step_group.get("children") or [])
+            for sibling_id in step_group.get("children") or []
+            if (sibling := all_nodes.get(sibling_id))
+            and sibling.get("type") == "Suspend"
+            and sibling.get("templateName") == contract.TEMPLATE_GROUP
+            and sibling.get("phase") not in FINAL_PHASES
+        ]
+        if waiting:
+            name = runner.get("displayName") or runner.get("name") or runner_id
+            ended = f"{runner['phase']}: {runner['message']}" if runner.get("message") else runner["phase"]
+            return (
+                f"its shared runner {name} ended {ended}, with {len(waiting)} group(s) it had not completed, "
+                "which nothing else completes"
+            )
+    return None

@@ -5,8 +5,9 @@
   category Workflow runs on.
 - A step pod deleted mid-run (the category step of the certification Workflow, and a group's run step) is
   retried, follows the Workflow and the TrainJob it already started, and the run ends with its results
-  recorded; each group's TrainJob is created exactly once. So is a step whose container SIGTERM ended with
-  its pod still there (an eviction whose last status Argo read first: `Failed`, exit code 143, not `Error`).
+  recorded; each group's TrainJob is created exactly once.
+- A shared runner lost for good (SIGTERM'd with its pod left: `Failed`, exit code 143, which Argo does not
+  retry) does not leave its groups waiting for the deadline: the category step stops the category Workflow.
 - Two certifications of the same nodes submitted together run one after the other (Argo's mutex).
 - `argo retry` of a failed certification tests the failed category again, as a new category Workflow.
 """
@@ -17,7 +18,6 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -111,48 +111,31 @@ def _step_pods(api: k8s.ApiClient, namespace: str, workflow: str, step: str) -> 
     ]
 
 
-StopStep = Callable[[k8s.ApiClient, str, k8s.V1Pod, str], None]
-
-
-def _stop_by_deletion(api: k8s.ApiClient, namespace: str, pod: k8s.V1Pod, command: str) -> None:
-    """As an eviction Argo sees only once the pod is gone: the node is an `Error` (`pod deleted`), or, deleted
-    before Argo recorded it running, its pod is made again in the same attempt."""
-    k8s.CoreV1Api(api).delete_namespaced_pod(pod.metadata.name, namespace)
-
-
-def _stop_by_sigterm(api: k8s.ApiClient, namespace: str, pod: k8s.V1Pod, command: str) -> None:
-    """As the kubelet stops a container: SIGTERM to its first process (Argo's executor, which hands it to the
-    step running `command`); the pod stays, so Argo reads the container's exit code 143: `Failed`."""
-    (first,) = [item for item in step_processes() if item.command == command and item.container_first]
-    os.kill(first.pid, signal.SIGTERM)
-
-
-@pytest.mark.parametrize("stop", [_stop_by_deletion, _stop_by_sigterm], ids=["deleted", "sigterm"])
 def test_step_pods_lost_mid_run_are_retried_and_the_results_are_recorded(
-    sim: SimCluster, api: k8s.ApiClient, namespace: str, stop: StopStep
+    sim: SimCluster, api: k8s.ApiClient, namespace: str
 ) -> None:
     parent = _start_long_run(sim, api, namespace, seconds=60)
     _wait_first_trainjob(api, namespace)
     (child,) = scenario.names(scenario.workflows(api, namespace, "nvcre.nvidia.com/role=category"))
 
     # The shared runner running every group of the category (first: it ends with the groups' workloads), then
-    # the certification Workflow's category step, each as an eviction would: the runner's retry must follow the
-    # TrainJobs its groups started, the category step's the category Workflow.
-    for workflow, step, command in ((child, ".run-groups", "run-groups"), (parent, ".dcgm-level1", "category")):
+    # the certification Workflow's category step, each deleted as an eviction would: the runner's retry must
+    # follow the TrainJobs its groups started, the category step's the category Workflow.
+    for workflow, step in ((child, ".run-groups"), (parent, ".dcgm-level1")):
         pod = scenario.wait_for(
             f"a running {step} step pod",
             lambda workflow=workflow, step=step: _step_pods(api, namespace, workflow, step),
             timeout_s=120,
             describe=lambda: scenario.workflow_tree(api, namespace),
         )[0]
-        stop(api, namespace, pod, command)
+        k8s.CoreV1Api(api).delete_namespaced_pod(pod.metadata.name, namespace)
 
     assert scenario.wait_workflow_done(api, namespace, parent, timeout_s=RUN_TIMEOUT_S) == "Succeeded", (
         f"{scenario.workflow_tree(api, namespace)}\nchild spec.shutdown: "
         f"{(scenario.get_workflow(api, namespace, child) or {}).get('spec', {}).get('shutdown')}"
     )
-    # Stopped by SIGTERM, the step's first attempt ended `Failed` with exit code 143 and a second one took over.
-    # Deleted, it ended `Error`, or (deleted before Argo saw it run) Argo made the pod again in the same attempt.
+    # The deleted attempt ended `Error` (`pod deleted`), or, deleted before Argo recorded it running, Argo made
+    # its pod again in the same attempt.
     for workflow, template in ((parent, "category-"), (child, "run-groups")):
         attempts = sorted(
             (
@@ -162,12 +145,9 @@ def test_step_pods_lost_mid_run_are_retried_and_the_results_are_recorded(
             ),
             key=lambda node: str(node["startedAt"]),
         )
-        ends = [(node["phase"], (node.get("outputs") or {}).get("exitCode")) for node in attempts]
-        if stop is _stop_by_sigterm:
-            assert ends == [("Failed", "143"), ("Succeeded", "0")], ends
-        else:
-            assert ends[-1][0] == "Succeeded", ends
-            assert all(phase == "Error" for phase, _ in ends[:-1]), ends
+        ends = [node["phase"] for node in attempts]
+        assert ends[-1] == "Succeeded", ends
+        assert all(phase == "Error" for phase in ends[:-1]), ends
     assert scenario.names(scenario.workflows(api, namespace, "nvcre.nvidia.com/role=category")) == [child]
     # One TrainJob per group, never a second one for a retried step.
     trainjobs = scenario.trainjobs(api, namespace)
@@ -196,6 +176,44 @@ def _category_window(workflow: dict[str, Any]) -> tuple[datetime, datetime]:
     starts = [datetime.strptime(node["startedAt"], ARGO_TIME) for node in nodes]
     ends = [datetime.strptime(node["finishedAt"], ARGO_TIME) for node in nodes]
     return min(starts), max(ends)
+
+
+def test_a_shared_runner_lost_for_good_stops_its_category_at_once_and_frees_the_gpus(
+    sim: SimCluster, api: k8s.ApiClient, namespace: str
+) -> None:
+    """A runner whose container the kubelet stopped with its pod left (SIGTERM to the container's first
+    process, Argo's executor): Argo reads `Failed`, exit code 143, and does not retry it. Its groups would wait
+    for the category's deadline (10-minute workloads here); the category step stops the category Workflow
+    instead, whose exit handler deletes the TrainJobs, and the certification fails at once saying why."""
+    parent = _start_long_run(sim, api, namespace, seconds=600)
+    _wait_first_trainjob(api, namespace)
+    (child,) = scenario.names(scenario.workflows(api, namespace, "nvcre.nvidia.com/role=category"))
+    scenario.wait_for(
+        "a running .run-groups step pod",
+        lambda: _step_pods(api, namespace, child, ".run-groups"),
+        timeout_s=120,
+        describe=lambda: scenario.workflow_tree(api, namespace),
+    )
+    (first,) = [item for item in step_processes() if item.command == "run-groups" and item.container_first]
+    stopped_at = time.monotonic()
+    os.kill(first.pid, signal.SIGTERM)
+
+    assert scenario.wait_workflow_done(api, namespace, parent, timeout_s=2 * STOP_WITHIN_S) == "Failed", (
+        scenario.workflow_tree(api, namespace)
+    )
+    print(f"\nrunner lost: certification Failed {time.monotonic() - stopped_at:.0f} s after the SIGTERM")
+    assert scenario.unfinished_trainjobs(api, namespace) == []
+    assert scenario.get_workflow(api, namespace, child)["spec"]["shutdown"] == "Stop"
+    child_nodes = scenario.get_workflow(api, namespace, child)["status"]["nodes"].values()
+    (runner,) = [node for node in child_nodes if node["type"] == "Pod" and node["templateName"] == "run-groups"]
+    assert (runner["phase"], runner["outputs"]["exitCode"]) == ("Failed", "143")
+    parent_nodes = scenario.get_workflow(api, namespace, parent)["status"]["nodes"].values()
+    (category_step,) = [
+        node for node in parent_nodes if node["type"] == "Retry" and node["templateName"].startswith("category-")
+    ]
+    lost = "main: Error (exit code 143)"
+    expected = f"stopped Workflow {child} because its shared runner run-groups ended Failed: {lost}"
+    assert expected in category_step["message"], category_step["message"]
 
 
 def test_two_certifications_of_the_same_nodes_run_one_after_the_other(

@@ -1303,8 +1303,8 @@ def test_the_run_command_ends_at_once_on_sigterm_while_it_watches_the_nodes(
     control_plane: Cluster, kube: KubeClient, nodes: NodeSet
 ) -> None:
     """Argo stops a step with SIGTERM: the Node watch's thread must not keep the process alive, and the step
-    ends with exit code 143, the one its retry strategy retries (ended by the signal, Argo's executor would
-    report 137, an OOM kill's code)."""
+    ends with exit code 143, SIGTERM's (ended by the signal, Argo's executor would report 137, an OOM kill's
+    code)."""
     nodes.add_many(2)
     step = make_step(kube, nodes, ALL_REDUCE)
     step.plan()

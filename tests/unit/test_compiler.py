@@ -317,13 +317,9 @@ def test_category_steps_survive_a_failed_category_and_follow_it_idempotently(cas
         env = {item["name"]: item["value"] for item in template["container"]["env"]}
         assert step["continueOn"] == {"failed": True, "error": True}
         assert template["container"]["args"] == ["category"]
-        # A retried step follows the Workflow it started (deterministic name), so a lost pod is retried:
-        # an Error, or SIGTERM's exit code; a failed category (exit code 1) is not.
-        assert template["retryStrategy"] == {
-            "limit": "3",
-            "retryPolicy": "Always",
-            "expression": f"lastRetry.status == 'Error' || lastRetry.exitCode == '{contract.EXIT_TERMINATED}'",
-        }
+        # A retried step follows the Workflow it started (deterministic name), so a lost pod (an Error) is
+        # retried; a failed category is not, and keeps its message (no retry expression, which would replace it).
+        assert template["retryStrategy"] == {"limit": "3", "retryPolicy": "OnError"}
         assert env[contract.ENV_WORKFLOW_UID] == "{{workflow.uid}}"
         assert [output["name"] for output in template["outputs"]["parameters"]] == [
             contract.OUTPUT_CATEGORY_WORKFLOW,
@@ -991,12 +987,12 @@ def test_templates_check_fails_with_a_diff_on_a_stale_or_extra_file(tmp_path: Pa
     copied = tmp_path / "workflow_templates"
     shutil.copytree(TEMPLATES_DIR, copied)
     stale = copied / TEMPLATE_FILES[0].name
-    stale.write_text(stale.read_text(encoding="utf-8").replace("retryPolicy: Always", "retryPolicy: OnError"))
+    stale.write_text(stale.read_text(encoding="utf-8").replace("retryPolicy: OnError", "retryPolicy: Always"))
     (copied / "leftover.yaml").write_text("kind: WorkflowTemplate\n", encoding="utf-8")
 
     result = invoke_templates("--check", "-o", str(copied))
 
     assert result.exit_code == 1
-    assert re.search(r"^-\s+retryPolicy: OnError$", result.stdout, re.MULTILINE)
-    assert re.search(r"^\+\s+retryPolicy: Always$", result.stdout, re.MULTILINE)
+    assert re.search(r"^-\s+retryPolicy: Always$", result.stdout, re.MULTILINE)
+    assert re.search(r"^\+\s+retryPolicy: OnError$", result.stdout, re.MULTILINE)
     assert f"{copied / 'leftover.yaml'}: not generated from the catalog" in result.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from nvcre_argo import contract
-from nvcre_argo.steps.group_nodes import Completion, GroupNode, group_nodes, node_patch
+from nvcre_argo.steps.group_nodes import Completion, GroupNode, group_nodes, node_patch, stranded_groups
 from nvcre_argo.watch import workflows
 
 
@@ -145,3 +145,53 @@ def test_compressed_nodes_are_found_and_completed_in_one_rewrite_tested_by_resou
     assert written["wf-1"]["phase"] == "Failed"
     assert written["wf-1"]["message"] == FAILED.message
     assert written["wf-3"] == node("wf-3", "g2", "Running"), "a field given as None is removed"
+
+
+def fan_out(
+    step_group: str, runner_phase: str, *groups: tuple[str, str], runner_message: str = ""
+) -> list[dict[str, Any]]:
+    """A shared runner's step group: the runner's Retry node (its one attempt a Pod) beside its group nodes."""
+    runner = {
+        "id": f"{step_group}-runner",
+        "displayName": "run-groups",
+        "type": "Retry",
+        "templateName": contract.TEMPLATE_RUN_GROUPS,
+        "phase": runner_phase,
+        "children": [f"{step_group}-attempt"],
+    }
+    if runner_message:
+        runner["message"] = runner_message
+    attempt = {**runner, "id": f"{step_group}-attempt", "type": "Pod", "children": []}
+    members = [node(f"{step_group}-{item}", item, phase) for item, phase in groups]
+    parent = {
+        "id": step_group,
+        "type": "StepGroup",
+        "phase": "Running",
+        "children": [runner["id"], *(member["id"] for member in members)],
+    }
+    return [parent, runner, attempt, *members]
+
+
+def test_groups_left_waiting_by_a_runner_that_ended_for_good_are_stranded() -> None:
+    lost = "main: Error (exit code 143)"
+    nodes = fan_out("sg", "Failed", ("g0", "Succeeded"), ("g1", "Running"), ("g2", "Pending"), runner_message=lost)
+    assert stranded_groups(workflow(*nodes)) == (
+        f"its shared runner run-groups ended Failed: {lost}, with 2 group(s) it had not completed, "
+        "which nothing else completes"
+    )
+    compressed = {"status": {"compressedNodes": workflows.encode_compressed_nodes({n["id"]: n for n in nodes})}}
+    assert stranded_groups(compressed) == stranded_groups(workflow(*nodes))
+
+
+def test_groups_are_not_stranded_while_the_runner_may_be_retried_or_once_every_group_ended() -> None:
+    retrying = fan_out("sg", "Running", ("g0", "Running"))
+    failed_after_its_groups = fan_out("sg", "Failed", ("g0", "Failed"), ("g1", "Succeeded"))
+    assert stranded_groups(workflow(*retrying)) is None
+    assert stranded_groups(workflow(*failed_after_its_groups)) is None
+    assert stranded_groups({}) is None
+
+
+def test_only_the_failed_runners_own_groups_count() -> None:
+    """Another round's runner still runs its groups; the failed runner of round 1 had completed its own."""
+    nodes = fan_out("r1", "Failed", ("r1-g0", "Failed")) + fan_out("r2", "Running", ("r2-g0", "Running"))
+    assert stranded_groups(workflow(*nodes)) is None
