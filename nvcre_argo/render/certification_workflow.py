@@ -205,7 +205,12 @@ def _category_step(target: WorkflowTarget, category: ResolvedCategory, argument:
 
 def _category_metrics(certification: str, category: ResolvedCategory) -> m.Metrics:
     """Prometheus gauges Argo's controller exports when a category step ends: how long the category took and
-    how many nodes it failed, labelled so a dashboard can follow one category across runs."""
+    how many nodes it failed, labelled so a dashboard can follow one category across runs.
+
+    The failed-node count only when the step wrote one: an attempt whose pod was lost ends with the output's
+    empty default, which is no number (Argo's controller logs "could not construct metric ... ParseFloat" for
+    it) and, as zero, would read as a category that failed nobody."""
+    failed_node_count = f"{{{{outputs.parameters.{contract.OUTPUT_FAILED_NODE_COUNT}}}}}"
     labels = [
         m.MetricLabel(key="certification", value=certification),
         m.MetricLabel(key="category", value=f"{category.domain}/{category.variant}"),
@@ -222,7 +227,8 @@ def _category_metrics(certification: str, category: ResolvedCategory) -> m.Metri
                 name="nvcre_category_failed_nodes",
                 help="Nodes a certification category recorded as failed.",
                 labels=labels,
-                gauge=m.Gauge(value=f"{{{{outputs.parameters.{contract.OUTPUT_FAILED_NODE_COUNT}}}}}", realtime=False),
+                gauge=m.Gauge(value=failed_node_count, realtime=False),
+                when=f"'{failed_node_count}' != ''",
             ),
         ]
     )
