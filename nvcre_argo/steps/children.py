@@ -15,6 +15,12 @@ leaves the category Workflow running: the retried step picks it up. The step als
 whose shared runner ended for good with groups left waiting (`group_nodes.stranded_groups`): nothing would end
 them before the Workflow's deadline.
 
+One category at a time, even when a step is lost for good. A category step whose pod the kubelet stopped and
+whose end Argo read first (`Failed`, exit code 143) is not retried (`render.category_template.step_retry`):
+the certification goes on to the next category while the lost step's category Workflow still runs. So a
+category step first waits for its parent's other category Workflows still running (`running_siblings`), and
+only then starts its own: two categories never share the GPUs.
+
 `argo retry` re-tests. A step that reported its category's outcome marks the category Workflow
 (`nvcre.nvidia.com/reported`); when Argo runs the step again after that (a retry of the certification
 Workflow), the reported Workflow is history, and the step starts the next attempt, `<parent>-<index>-r2`,
@@ -36,7 +42,14 @@ from typing import Any
 from nvcre_argo.kube.client import KubeClient
 from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.kube.resources import CONFIGMAPS, WORKFLOWS, owned_by
-from nvcre_argo.names import LABEL_CERTIFICATION, LABEL_ROLE, ROLE_CATEGORY, dns_label, failed_nodes_configmap
+from nvcre_argo.names import (
+    LABEL_CATEGORY_INDEX,
+    LABEL_CERTIFICATION,
+    LABEL_ROLE,
+    ROLE_CATEGORY,
+    dns_label,
+    failed_nodes_configmap,
+)
 from nvcre_argo.results import FAILED_NODES_KEY, ResultsError, decode_failed_nodes
 from nvcre_argo.steps.group_nodes import stranded_groups
 
@@ -210,10 +223,54 @@ def failed_node_names(kube: KubeClient, namespace: str, child: Mapping[str, Any]
         return ()
 
 
+def running_siblings(workflows: list[dict[str, Any]], manifest: Mapping[str, Any], parent: Parent) -> list[str]:
+    """The names (sorted) of the parent's category Workflows among `workflows` that still run, other than the
+    attempts of `manifest`'s own category (by category index): those a new category must wait for."""
+    labels = (manifest.get("metadata") or {}).get("labels") or {}
+    own_index = labels.get(LABEL_CATEGORY_INDEX)
+    return sorted(
+        workflow["metadata"]["name"]
+        for workflow in workflows
+        if owned_by(workflow, parent.uid)
+        and not is_finished(workflow)
+        and ((workflow["metadata"].get("labels") or {}).get(LABEL_CATEGORY_INDEX)) != own_index
+    )
+
+
+def _category_selector(manifest: Mapping[str, Any]) -> str:
+    certification = ((manifest.get("metadata") or {}).get("labels") or {}).get(LABEL_CERTIFICATION, "")
+    return f"{LABEL_CERTIFICATION}={certification},{LABEL_ROLE}={ROLE_CATEGORY}"
+
+
 @dataclass(frozen=True)
 class FollowSettings:
     poll_seconds: float = 5.0
     sleep: Callable[[float], None] = time.sleep
+
+
+def wait_for_running_siblings(
+    kube: KubeClient,
+    manifest: Mapping[str, Any],
+    parent: Parent,
+    *,
+    settings: FollowSettings,
+    report: Callable[[str], None],
+) -> str | None:
+    """Wait until none of the parent's other category Workflows runs (`running_siblings`); why the parent
+    stopped meanwhile, or None."""
+    selector = _category_selector(manifest)
+    waiting_for: list[str] = []
+    while running := running_siblings(
+        kube.list(WORKFLOWS, parent.namespace, label_selector=selector)[0], manifest, parent
+    ):
+        if running != waiting_for:
+            report(f"waiting for category Workflow(s) still running to end first: {', '.join(running)}")
+            waiting_for = running
+        reason = stop_reason(kube.get(WORKFLOWS, parent.name, parent.namespace))
+        if reason:
+            return reason
+        settings.sleep(settings.poll_seconds)
+    return None
 
 
 def follow_child(
@@ -225,11 +282,16 @@ def follow_child(
     settings: FollowSettings | None = None,
     report: Callable[[str], None] = print,
 ) -> CategoryOutcome:
-    """Start the category Workflow once and wait for its end, stopping it when the parent stops, or when its
-    groups were stranded (`stranded_groups`): then it waits for the stopped Workflow's end (its exit handler
-    deletes its TrainJobs), so the next category does not start beside them."""
+    """Start the category Workflow once, when no other category of the parent still runs, and wait for its end,
+    stopping it when the parent stops, or when its groups were stranded (`stranded_groups`): then it waits for
+    the stopped Workflow's end (its exit handler deletes its TrainJobs), so the next category does not start
+    beside them."""
     settings = settings or FollowSettings()
-    child, created = current_attempt(kube, child_manifest(template, parent), parent)
+    manifest = child_manifest(template, parent)
+    reason = wait_for_running_siblings(kube, manifest, parent, settings=settings, report=report)
+    if reason:
+        return CategoryOutcome(key, manifest["metadata"]["name"], "Pending", stopped=reason)
+    child, created = current_attempt(kube, manifest, parent)
     name = child["metadata"]["name"]
     report(f"{'created' if created else 'following the existing'} category Workflow {name}")
     stranded: str | None = None

@@ -6,6 +6,8 @@
 - A step pod deleted mid-run (the category step of the certification Workflow, and a group's run step) is
   retried, follows the Workflow and the TrainJob it already started, and the run ends with its results
   recorded; each group's TrainJob is created exactly once.
+- A category step lost for good (its container SIGTERM'd with its pod left) does not let the next category
+  start while its category Workflow runs on: the next category step waits for it.
 - A shared runner lost for good (SIGTERM'd with its pod left: `Failed`, exit code 143, which Argo does not
   retry) does not leave its groups waiting for the deadline: the category step stops the category Workflow.
 - Two certifications of the same nodes submitted together run one after the other (Argo's mutex).
@@ -35,10 +37,12 @@ DIAGNOSTICS_ONLY = [{"domain": "diagnostics", "variant": "dcgm-level1"}]
 ARGO_TIME = "%Y-%m-%dT%H:%M:%SZ"
 
 
-def _start_long_run(sim: SimCluster, api: k8s.ApiClient, namespace: str, seconds: int) -> str:
+def _start_long_run(
+    sim: SimCluster, api: k8s.ApiClient, namespace: str, seconds: int, categories: list[dict[str, str]] | None = None
+) -> str:
     scenario.install(sim.kubeconfig, namespace, submit=False)
     scenario.write_fault_plan(api, namespace, f"defaults: {{durationSeconds: {seconds}}}\n")
-    certification = scenario.example_certification(namespace, categories=DIAGNOSTICS_ONLY)
+    certification = scenario.example_certification(namespace, categories=categories or DIAGNOSTICS_ONLY)
     scenario.apply_certification(api, certification)
     return scenario.submit(api, scenario.compile_workflow(sim.kubeconfig, certification))
 
@@ -214,6 +218,42 @@ def test_a_shared_runner_lost_for_good_stops_its_category_at_once_and_frees_the_
     lost = "main: Error (exit code 143)"
     expected = f"stopped Workflow {child} because its shared runner run-groups ended Failed: {lost}"
     assert expected in category_step["message"], category_step["message"]
+
+
+def test_a_category_step_lost_for_good_does_not_let_the_next_category_start_beside_its_category(
+    sim: SimCluster, api: k8s.ApiClient, namespace: str
+) -> None:
+    """The category step's container stopped with its pod left: Argo reads `Failed`, exit code 143, does not
+    retry it, and goes on to the next category while the lost step's category Workflow runs on. The next
+    category step waits for it to end before starting its own."""
+    two = [*DIAGNOSTICS_ONLY, {"domain": "diagnostics", "variant": "dcgm-level2"}]
+    parent = _start_long_run(sim, api, namespace, seconds=60, categories=two)
+    _wait_first_trainjob(api, namespace)
+    (first,) = scenario.names(scenario.workflows(api, namespace, "nvcre.nvidia.com/role=category"))
+    scenario.wait_for(
+        "a running .dcgm-level1 step pod",
+        lambda: _step_pods(api, namespace, parent, ".dcgm-level1"),
+        timeout_s=120,
+        describe=lambda: scenario.workflow_tree(api, namespace),
+    )
+    (process,) = [item for item in step_processes() if item.command == "category" and item.container_first]
+    os.kill(process.pid, signal.SIGTERM)
+
+    assert scenario.wait_workflow_done(api, namespace, parent, timeout_s=RUN_TIMEOUT_S) == "Failed"
+    parent_nodes = scenario.get_workflow(api, namespace, parent)["status"]["nodes"].values()
+    lost = [node for node in parent_nodes if node["type"] == "Pod" and node["templateName"] == "category-0"]
+    assert [(node["phase"], node["outputs"]["exitCode"]) for node in lost] == [("Failed", "143")]
+    categories = {
+        item["metadata"]["labels"]["nvcre.nvidia.com/category-index"]: item
+        for item in scenario.workflows(api, namespace, "nvcre.nvidia.com/role=category")
+    }
+    assert sorted(categories) == ["0", "1"]
+    assert categories["0"]["metadata"]["name"] == first
+    assert categories["0"]["status"]["phase"] == "Succeeded"  # it ran on, unfollowed
+    assert categories["1"]["status"]["phase"] == "Succeeded"
+    ended = datetime.strptime(categories["0"]["status"]["finishedAt"], ARGO_TIME)
+    started = datetime.strptime(categories["1"]["metadata"]["creationTimestamp"], ARGO_TIME)
+    assert started >= ended, (categories["0"]["status"]["finishedAt"], categories["1"]["metadata"]["creationTimestamp"])
 
 
 def test_two_certifications_of_the_same_nodes_run_one_after_the_other(

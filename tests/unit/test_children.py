@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from nvcre_argo.names import LABEL_CATEGORY_INDEX
 from nvcre_argo.steps.children import (
     REPORTED_ANNOTATION,
     CategoryOutcome,
@@ -14,6 +15,7 @@ from nvcre_argo.steps.children import (
     child_manifest,
     is_finished,
     is_reported,
+    running_siblings,
     stop_reason,
 )
 
@@ -104,3 +106,23 @@ def test_a_retried_category_runs_under_the_next_attempts_name_within_63_characte
 def test_only_a_workflow_whose_outcome_was_reported_counts_as_history() -> None:
     assert not is_reported(workflow("Failed"))
     assert is_reported(workflow("Failed", annotations={REPORTED_ANNOTATION: "Failed"}))
+
+
+def category(name: str, index: int, phase: str | None, owner: str = PARENT.uid) -> dict[str, Any]:
+    """A category Workflow of category `index`, owned by `owner`."""
+    return workflow(phase, name=name, labels={LABEL_CATEGORY_INDEX: str(index)}, ownerReferences=[{"uid": owner}])
+
+
+def test_a_category_waits_for_the_parents_other_categories_still_running_and_for_nothing_else() -> None:
+    """The step of category 1 after category 0's step was lost for good while its Workflow runs on."""
+    manifest = child_manifest(category("cert-abcde-1", 1, None), PARENT)
+    workflows = [
+        category("cert-abcde-0", 0, "Running"),  # its step was lost: wait for it
+        category("cert-abcde-2", 2, None),  # just created (no status yet), however that came about
+        category("cert-abcde-3", 3, "Succeeded"),
+        category("cert-abcde-1", 1, "Running"),  # its own category's attempt: followed, not waited for
+        category("cert-abcde-1-r2", 1, "Running"),
+        category("other-cert-0", 0, "Running", owner="uid-2"),  # another certification Workflow's
+    ]
+    assert running_siblings(workflows, manifest, PARENT) == ["cert-abcde-0", "cert-abcde-2"]
+    assert running_siblings(workflows[2:], manifest, PARENT) == []
