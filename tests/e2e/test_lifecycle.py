@@ -182,6 +182,23 @@ def _category_window(workflow: dict[str, Any]) -> tuple[datetime, datetime]:
     return min(starts), max(ends)
 
 
+def _stop_step_container(
+    api: k8s.ApiClient, namespace: str, workflow: str, step: str, *, command: str | None = None
+) -> None:
+    """SIGTERM the first process of a running step's container (the pod of `workflow` whose Argo node name holds
+    `.step`, running the step command `command`, by default `step`), as the kubelet does when it stops a
+    container and leaves its pod: Argo then reads `Failed`, exit code 143."""
+    scenario.wait_for(
+        f"a running .{step} step pod",
+        lambda: _step_pods(api, namespace, workflow, f".{step}"),
+        timeout_s=120,
+        describe=lambda: scenario.workflow_tree(api, namespace),
+    )
+    wanted = command or step
+    (process,) = [item for item in step_processes() if item.command == wanted and item.container_first]
+    os.kill(process.pid, signal.SIGTERM)
+
+
 def test_a_shared_runner_lost_for_good_stops_its_category_at_once_and_frees_the_gpus(
     sim: SimCluster, api: k8s.ApiClient, namespace: str
 ) -> None:
@@ -192,15 +209,8 @@ def test_a_shared_runner_lost_for_good_stops_its_category_at_once_and_frees_the_
     parent = _start_long_run(sim, api, namespace, seconds=600)
     _wait_first_trainjob(api, namespace)
     (child,) = scenario.names(scenario.workflows(api, namespace, "nvcre.nvidia.com/role=category"))
-    scenario.wait_for(
-        "a running .run-groups step pod",
-        lambda: _step_pods(api, namespace, child, ".run-groups"),
-        timeout_s=120,
-        describe=lambda: scenario.workflow_tree(api, namespace),
-    )
-    (first,) = [item for item in step_processes() if item.command == "run-groups" and item.container_first]
+    _stop_step_container(api, namespace, child, "run-groups")
     stopped_at = time.monotonic()
-    os.kill(first.pid, signal.SIGTERM)
 
     assert scenario.wait_workflow_done(api, namespace, parent, timeout_s=2 * STOP_WITHIN_S) == "Failed", (
         scenario.workflow_tree(api, namespace)
@@ -230,14 +240,7 @@ def test_a_category_step_lost_for_good_does_not_let_the_next_category_start_besi
     parent = _start_long_run(sim, api, namespace, seconds=60, categories=two)
     _wait_first_trainjob(api, namespace)
     (first,) = scenario.names(scenario.workflows(api, namespace, "nvcre.nvidia.com/role=category"))
-    scenario.wait_for(
-        "a running .dcgm-level1 step pod",
-        lambda: _step_pods(api, namespace, parent, ".dcgm-level1"),
-        timeout_s=120,
-        describe=lambda: scenario.workflow_tree(api, namespace),
-    )
-    (process,) = [item for item in step_processes() if item.command == "category" and item.container_first]
-    os.kill(process.pid, signal.SIGTERM)
+    _stop_step_container(api, namespace, parent, "dcgm-level1", command="category")
 
     assert scenario.wait_workflow_done(api, namespace, parent, timeout_s=RUN_TIMEOUT_S) == "Failed"
     parent_nodes = scenario.get_workflow(api, namespace, parent)["status"]["nodes"].values()
