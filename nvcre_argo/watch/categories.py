@@ -123,6 +123,24 @@ def _from_workflow(domain: str, variant: str, child: Mapping[str, Any], namespac
     )
 
 
+def _unfollowed(
+    category: CategoryStatus, workflow: str, parent_nodes: Mapping[str, wf.Node], index: int
+) -> CategoryStatus:
+    """A Succeeded category whose step in the certification Workflow failed is Failed, saying both.
+
+    The step (its pod lost for good: Argo reads `Failed`, exit code 143, and does not retry it) leaves its
+    category Workflow running unfollowed; when that Workflow then passes, the Argo UI still shows the step and
+    the certification red. Calling the category Succeeded would make `kubectl get certifications` green where
+    Argo is red, so the category fails too, with a message that says its tests passed and what failed."""
+    if category.status != "Succeeded":
+        return category
+    failure = wf.step_failure(parent_nodes, f"category-{index}")
+    if failure is None:
+        return category
+    message = f"the certification Workflow's step for this category failed: {failure} (Workflow {workflow} Succeeded)"
+    return category.model_copy(update={"status": "Failed", "message": message})
+
+
 def parent_seen(previous: CertificationStatus | None) -> bool:
     """Whether a parent Workflow existed at the last computation (its name is not kept in the status)."""
     if previous is None:
@@ -148,7 +166,7 @@ def category_status(
 ) -> CategoryStatus:
     """One category's status; see the table in the module docstring."""
     if child is not None:
-        return _from_workflow(domain, variant, child, namespace)
+        return _unfollowed(_from_workflow(domain, variant, child, namespace), wf.name(child), parent_nodes, index)
     ref = before.workflow_ref if before else None
     # What was seen last time still describes this run unless a parent exists that did not create it.
     ours = parent is None or (ref is not None and ref.name == f"{wf.name(parent)}-{index}")

@@ -14,6 +14,7 @@ docs/argo-hera-trainer.md §2.2), one category at a time, in spec order:
 | its Workflow, phase `""`, Pending or Running | InProgress |
 | its Workflow, Succeeded, and no group node (`run-group`, or `group`) Failed/Error | Succeeded |
 | its Workflow, Succeeded, but a group node Failed/Error (hidden by `continueOn`), not a diagnose loop | Failed |
+| its Workflow, Succeeded, but the parent's step for it Failed/Error (its pod lost for good) | Failed, saying both |
 | its Workflow, Failed or Error | Failed, with the Workflow's message |
 | no Workflow; the last status was terminal and of this run (*) (the Workflow was garbage-collected) | kept |
 | no Workflow; the last status of this run (*) named one that was not finished | Failed: it was deleted |

@@ -7,7 +7,8 @@
   retried, follows the Workflow and the TrainJob it already started, and the run ends with its results
   recorded; each group's TrainJob is created exactly once.
 - A category step lost for good (its container SIGTERM'd with its pod left) does not let the next category
-  start while its category Workflow runs on: the next category step waits for it.
+  start while its category Workflow runs on: the next category step waits for it. The Certification calls
+  that category Failed, as the Argo UI shows its step, although its Workflow passed.
 - A shared runner lost for good (SIGTERM'd with its pod left: `Failed`, exit code 143, which Argo does not
   retry) does not leave its groups waiting for the deadline: the category step stops the category Workflow.
 - Two certifications of the same nodes submitted together run one after the other (Argo's mutex).
@@ -257,6 +258,15 @@ def test_a_category_step_lost_for_good_does_not_let_the_next_category_start_besi
     ended = datetime.strptime(categories["0"]["status"]["finishedAt"], ARGO_TIME)
     started = datetime.strptime(categories["1"]["metadata"]["creationTimestamp"], ARGO_TIME)
     assert started >= ended, (categories["0"]["status"]["finishedAt"], categories["1"]["metadata"]["creationTimestamp"])
+
+    # kubectl agrees with the Argo UI's red step: the unfollowed category is Failed, saying its tests passed.
+    status = scenario.wait_certification_result(api, namespace, "gpu-cluster-cert", timeout_s=120)["status"]
+    assert (status["result"], status["passed"]) == ("FAILED", "1/2"), status
+    unfollowed, followed = status["categoryStatuses"]
+    assert unfollowed["status"] == "Failed", unfollowed
+    assert unfollowed["message"].startswith("the certification Workflow's step for this category failed:"), unfollowed
+    assert unfollowed["message"].endswith(f"(Workflow {first} Succeeded)"), unfollowed
+    assert followed["status"] == "Succeeded", followed
 
 
 def test_two_certifications_of_the_same_nodes_run_one_after_the_other(

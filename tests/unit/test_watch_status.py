@@ -621,6 +621,48 @@ def test_a_category_workflow_the_parent_could_not_create_fails_with_the_steps_me
     assert (category.status, category.message) == ("Failed", "Workflow not created: forbidden")
 
 
+def test_a_category_whose_step_was_lost_fails_although_its_workflow_succeeded_so_kubectl_agrees_with_argo() -> None:
+    """The category step's pod lost for good (Failed, exit code 143, not retried); its category Workflow ran on
+    unfollowed and passed. Argo shows the step red, so the category is Failed, saying both; while the
+    category Workflow runs, it is InProgress; a step that a retry recovered fails nothing."""
+    lost = {
+        "r0": {
+            "id": "r0",
+            "type": "Retry",
+            "templateName": "category-0",
+            "phase": "Failed",
+            "children": ["p0"],
+            "message": "Error (exit code 143)",
+        },
+        "p0": {
+            "id": "p0",
+            "type": "Pod",
+            "templateName": "category-0",
+            "phase": "Failed",
+            "message": "Error (exit code 143)",
+        },
+    }
+    status = compute(
+        [parent("Failed", nodes=lost), child(0, "Succeeded"), child(1, "Succeeded"), child(2, "Succeeded")]
+    )
+    assert phases(status) == ["Failed", "Succeeded", "Succeeded"]
+    assert (status.category_statuses or [])[0].message == (
+        "the certification Workflow's step for this category failed: Error (exit code 143)"
+        f" (Workflow {PARENT}-0 Succeeded)"
+    )
+    assert (status.result, status.passed, active(status)) == ("FAILED", "2/3", ("Failed", "WorkflowFailed"))
+
+    running = compute([parent("Running", nodes=lost), child(0, "Running")])
+    assert phases(running)[0] == "InProgress"
+
+    recovered = {
+        **lost,
+        "r0": {**lost["r0"], "phase": "Succeeded", "children": ["p0", "p1"], "message": ""},
+        "p1": {"id": "p1", "type": "Pod", "templateName": "category-0", "phase": "Succeeded"},
+    }
+    assert phases(compute([parent("Running", nodes=recovered), child(0, "Succeeded")]))[0] == "Succeeded"
+
+
 def test_a_new_parent_starts_afresh_and_ignores_the_previous_runs_children() -> None:
     old = [
         parent("Failed", name="gpu-cert-old11", uid="old-uid", created="2025-03-01T10:00:00Z"),
