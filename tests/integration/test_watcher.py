@@ -172,10 +172,13 @@ def finish_category(
     return failed_ref, succeeded_ref
 
 
-def finish_parent(argo: Argo, parent: dict[str, Any], phase: str) -> None:
+def finish_parent(argo: Argo, parent: dict[str, Any], first: str, second: str) -> None:
+    """The certification Workflow ends after its two category steps (each as its category ended), failed
+    when either step failed, as Argo ends it."""
+    phase = "Succeeded" if first == second == "Succeeded" else "Failed"
     steps = [
-        Step("nccl-all-reduce", "category-0", "Succeeded"),
-        Step("nemotron5-8b", "category-1", phase),
+        Step("nccl-all-reduce", "category-0", first),
+        Step("nemotron5-8b", "category-1", second),
         Step("verdict", "verdict", phase),
     ]
     argo.set_status(parent["metadata"]["name"], phase, steps=steps, root_template="certification")
@@ -189,7 +192,7 @@ def run_to_end(
     finish_category(argo, first, "Succeeded", failed=[], succeeded=["node-a", "node-b"])
     last = argo.create_category(parent, 1)
     finish_category(argo, last, second, message=message)
-    finish_parent(argo, parent, "Succeeded" if second == "Succeeded" else "Failed")
+    finish_parent(argo, parent, "Succeeded", "Succeeded" if second == "Succeeded" else "Failed")
     return first, last
 
 
@@ -230,7 +233,7 @@ def test_a_certification_goes_from_in_progress_to_succeeded_as_argo_runs_its_wor
 
     second = argo.create_category(parent, 1)
     finish_category(argo, second, "Succeeded")
-    finish_parent(argo, parent, "Succeeded")
+    finish_parent(argo, parent, "Succeeded", "Succeeded")
     final = wait_status(kube, namespace, NAME, is_terminal, "a result")
     status = final["status"]
 
@@ -275,7 +278,7 @@ def test_a_failed_category_fails_the_certification_and_counts_nodes_from_the_fai
     failed_ref, _ = finish_category(
         argo, second, "Failed", message="child workflow failed: 1 group failed", failed=nodes
     )
-    finish_parent(argo, parent, "Failed")
+    finish_parent(argo, parent, "Succeeded", "Failed")
 
     status = wait_status(kube, namespace, NAME, is_terminal, "a result")["status"]
 
@@ -317,7 +320,7 @@ def test_nodes_excluded_by_the_plan_make_a_passing_certification_incomplete(
     finish_category(argo, first, "Succeeded", failed=[], succeeded=["node-a", "node-b"])
     second = argo.create_category(parent, 1)
     finish_category(argo, second, "Succeeded")
-    finish_parent(argo, parent, "Succeeded")
+    finish_parent(argo, parent, "Succeeded", "Succeeded")
     watchers.start()
 
     status = wait_status(kube, namespace, NAME, is_terminal, "a result")["status"]
@@ -356,7 +359,7 @@ def test_a_link_fault_in_a_diagnose_categorys_configmap_fails_it_in_the_status_a
     nodes = ["node-a", "node-b", "node-c", "node-d"]
     finish_category(argo, first, "Failed", message="child 'x-0-1' failed", failed=[], succeeded=nodes, diagnose=record)
     finish_category(argo, argo.create_category(parent, 1), "Succeeded")
-    finish_parent(argo, parent, "Failed")
+    finish_parent(argo, parent, "Failed", "Succeeded")
     watchers.start()
 
     status = wait_status(kube, namespace, NAME, is_terminal, "a result")["status"]
@@ -434,7 +437,7 @@ def test_a_restarted_watcher_loses_nothing_rewrites_nothing_and_records_each_tra
     assert status_writes(two.metrics) == 1, events_about(kube, namespace, cert["metadata"]["uid"])
 
     finish_category(argo, second, "Succeeded")
-    finish_parent(argo, parent, "Succeeded")
+    finish_parent(argo, parent, "Succeeded", "Succeeded")
     three = watchers.start(client=slow)
     done = wait_status(kube, namespace, NAME, is_terminal, "a result")
     three.settle(3)
@@ -509,7 +512,7 @@ def test_an_expired_watch_is_relisted_and_the_change_it_missed_is_seen(
 
     second = argo.create_category(parent, 1)  # and the new watch goes on delivering changes
     finish_category(argo, second, "Succeeded")
-    finish_parent(argo, parent, "Succeeded")
+    finish_parent(argo, parent, "Succeeded", "Succeeded")
     assert wait_status(kube, namespace, NAME, is_terminal, "a result")["status"]["result"] == "PASSED"
 
 
