@@ -238,7 +238,7 @@ def test_a_category_step_lost_for_good_does_not_let_the_next_category_start_besi
     retry it, and goes on to the next category while the lost step's category Workflow runs on. The next
     category step waits for it to end before starting its own."""
     two = [*DIAGNOSTICS_ONLY, {"domain": "diagnostics", "variant": "dcgm-level2"}]
-    parent = _start_long_run(sim, api, namespace, seconds=60, categories=two)
+    parent = _start_long_run(sim, api, namespace, seconds=30, categories=two)
     _wait_first_trainjob(api, namespace)
     (first,) = scenario.names(scenario.workflows(api, namespace, "nvcre.nvidia.com/role=category"))
     _stop_step_container(api, namespace, parent, "dcgm-level1", command="category")
