@@ -73,6 +73,12 @@ def shared_runner_entrypoint(entrypoint: str) -> str:
     return f"{entrypoint}{SHARED_RUNNER_SUFFIX}"
 
 
+def category_step_template(index: int) -> str:
+    """The certification Workflow's template for its category `index` (`category-<index>`): the renderer names
+    its step so, and the watcher finds the step by it."""
+    return f"category-{index}"
+
+
 def category_template_name(domain: str, variant: str) -> str:
     """The WorkflowTemplate that runs one catalog entry: `nvcre-<domain>-<variant>`."""
     return dns_label(f"{TEMPLATE_PREFIX}-{domain}-{variant}")

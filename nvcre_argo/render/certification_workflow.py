@@ -185,7 +185,7 @@ def _category_step(target: WorkflowTarget, category: ResolvedCategory, argument:
     """The step that starts, follows (and if need be stops) one category's Workflow."""
     manifest = category_workflow_manifest(target, category, arguments=argument, of=of)
     return parent_step(
-        f"category-{category.index}",
+        contract.category_step_template(category.index),
         target,
         ["category"],
         env=[

@@ -27,6 +27,7 @@ from nvcre_argo.contract import (
     TEMPLATE_GROUP,
     TEMPLATE_PLAN_ROUND,
     TEMPLATE_RUN_GROUP,
+    category_step_template,
     shared_runner_entrypoint,
 )
 from nvcre_argo.names import LABEL_CATEGORY_INDEX, LABEL_CERTIFICATION, LABEL_ROLE, ROLE_CATEGORY, ROLE_PARENT
@@ -123,21 +124,18 @@ def _from_workflow(domain: str, variant: str, child: Mapping[str, Any], namespac
     )
 
 
-def _unfollowed(
-    category: CategoryStatus, workflow: str, parent_nodes: Mapping[str, wf.Node], index: int
-) -> CategoryStatus:
+def _unfollowed(category: CategoryStatus, workflow: str, step_failure: str | None) -> CategoryStatus:
     """A Succeeded category whose step in the certification Workflow failed is Failed, saying both.
 
     The step (its pod lost for good: Argo reads `Failed`, exit code 143, and does not retry it) leaves its
     category Workflow running unfollowed; when that Workflow then passes, the Argo UI still shows the step and
     the certification red. Calling the category Succeeded would make `kubectl get certifications` green where
     Argo is red, so the category fails too, with a message that says its tests passed and what failed."""
-    if category.status != "Succeeded":
+    if category.status != "Succeeded" or step_failure is None:
         return category
-    failure = wf.step_failure(parent_nodes, f"category-{index}")
-    if failure is None:
-        return category
-    message = f"the certification Workflow's step for this category failed: {failure} (Workflow {workflow} Succeeded)"
+    message = (
+        f"the certification Workflow's step for this category failed: {step_failure} (Workflow {workflow} Succeeded)"
+    )
     return category.model_copy(update={"status": "Failed", "message": message})
 
 
@@ -165,8 +163,9 @@ def category_status(
     namespace: str | None,
 ) -> CategoryStatus:
     """One category's status; see the table in the module docstring."""
+    step_failure = wf.step_failure(parent_nodes, category_step_template(index))
     if child is not None:
-        return _unfollowed(_from_workflow(domain, variant, child, namespace), wf.name(child), parent_nodes, index)
+        return _unfollowed(_from_workflow(domain, variant, child, namespace), wf.name(child), step_failure)
     ref = before.workflow_ref if before else None
     # What was seen last time still describes this run unless a parent exists that did not create it.
     ours = parent is None or (ref is not None and ref.name == f"{wf.name(parent)}-{index}")
@@ -180,9 +179,8 @@ def category_status(
         if parent_seen:
             return pending.model_copy(update={"status": "Failed", "message": MESSAGE_NOT_RUN_DELETED})
         return pending
-    failure = wf.step_failure(parent_nodes, f"category-{index}")
-    if failure is not None:
-        return pending.model_copy(update={"status": "Failed", "message": f"Workflow not created: {failure}"})
+    if step_failure is not None:
+        return pending.model_copy(update={"status": "Failed", "message": f"Workflow not created: {step_failure}"})
     if wf.phase(parent) in wf.TERMINAL_PHASES:
         message = f"Not run: the certification Workflow {wf.name(parent)} ended {wf.phase(parent)}"
         return pending.model_copy(update={"status": "Failed", "message": message})
