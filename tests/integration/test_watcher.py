@@ -378,9 +378,13 @@ def test_a_link_fault_in_a_diagnose_categorys_configmap_fails_it_in_the_status_a
         "untestedNodes": [],
     }
     assert "diagnose" not in status["categoryStatuses"][1]
-    failures = [
-        event for event in events_about(kube, namespace, cert["metadata"]["uid"]) if event[1] == "CategoryFailed"
-    ]
+    # The watcher writes the status first and its Events after it.
+    failures = wait_for(
+        "the CategoryFailed Event",
+        lambda: [
+            event for event in events_about(kube, namespace, cert["metadata"]["uid"]) if event[1] == "CategoryFailed"
+        ],
+    )
     assert [message.split(": ", 1)[1] for _, _, message in failures] == [category["message"]]
     kubeconfig = str(control_plane.kubeconfig)
     text = CliRunner().invoke(cli, ["report", NAME, "-n", namespace, "--kubeconfig", kubeconfig]).stdout
