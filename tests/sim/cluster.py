@@ -243,6 +243,7 @@ class SimCluster:
         system_node_count: int = 1,
         argo_config: Mapping[str, str] | None = None,
         audit: bool = False,  # an audit log of service accounts' requests (`plane.audit_log`), for benchmarks
+        argo_requeue_seconds: float | None = None,
     ) -> None:
         self.gpu_node_count = len(nodes)
         self.nodes = list(nodes) + system_nodes(system_node_count)
@@ -250,6 +251,11 @@ class SimCluster:
         self.argo = argo
         # Extra keys of Argo's controller ConfigMap, e.g. `workflowRestrictions` for a hardened controller.
         self.argo_config = dict(argo_config or {})
+        # How long Argo's controller waits before it operates on a Workflow again after one of its pods changed
+        # (`DEFAULT_REQUEUE_TIME`); None keeps Argo's default, 10 s, which is what a user's cluster runs and what
+        # the benchmarks measure. Each step of a Workflow waits for it once or twice, so tests that only check
+        # behaviour take Argo's own test setting, 1 s.
+        self.argo_requeue_seconds = argo_requeue_seconds
         self.binaries = binaries or binary_dirs()
         self.progress = progress
         self.pinned = load_versions()
@@ -535,8 +541,13 @@ class SimCluster:
             str(self.binaries.argo_dir(self.argo.major) / "workflow-controller"), f"--kubeconfig={kubeconfig}",
             f"--namespace={ARGO_NAMESPACE}", f"--executor-image={self.executor_image}",
             "--configmap=workflow-controller-configmap", "--loglevel=info",
-        ], env={"LEADER_ELECTION_DISABLE": "true"})  # fmt: skip
+        ], env={"LEADER_ELECTION_DISABLE": "true", **self._argo_requeue_env()})  # fmt: skip
         _wait("Argo's controller", lambda: _http_ok("http://127.0.0.1:6060/healthz"), [component], START_TIMEOUT_S)
+
+    def _argo_requeue_env(self) -> dict[str, str]:
+        if self.argo_requeue_seconds is None:
+            return {}
+        return {"DEFAULT_REQUEUE_TIME": f"{self.argo_requeue_seconds:g}s"}
 
 
 def _exists(read: Callable[[], object]) -> bool:
