@@ -3,9 +3,10 @@
 - Stopped (``argo stop``) or terminated (``argo terminate``) mid-run, the certification Workflow stops its
   category Workflow, whose exit handler deletes its TrainJobs: within 60 s no TrainJob, workload pod or
   category Workflow runs on.
-- A step pod deleted mid-run (the category step of the certification Workflow, and a group's run step) is
-  retried, follows the Workflow and the TrainJob it already started, and the run ends with its results
-  recorded; each group's TrainJob is created exactly once.
+- A step pod gone mid-run (the category step of the certification Workflow, and the shared runner; deleted
+  at once, as the pod garbage collector deletes a lost node's pods) is retried, follows the Workflow and the
+  TrainJobs already started, and the run ends with its results recorded; each group's TrainJob is created
+  exactly once.
 - A category step lost for good (its container SIGTERM'd with its pod left) does not let the next category
   start while its category Workflow runs on: the next category step waits for it. The Certification calls
   that category Failed, as the Argo UI shows its step, although its Workflow passed.
@@ -124,8 +125,11 @@ def test_step_pods_lost_mid_run_are_retried_and_the_results_are_recorded(
     (child,) = scenario.names(scenario.workflows(api, namespace, "nvcre.nvidia.com/role=category"))
 
     # The shared runner running every group of the category (first: it ends with the groups' workloads), then
-    # the certification Workflow's category step, each deleted as an eviction would: the runner's retry must
-    # follow the TrainJobs its groups started, the category step's the category Workflow.
+    # the certification Workflow's category step, each gone as on a lost node, whose pods the pod garbage
+    # collector deletes at once: the runner's retry must follow the TrainJobs its groups started, the category
+    # step's the category Workflow. (A graceful deletion lets the kubelet report the step's exit code 143 first;
+    # Argo reads that as `Failed` when it looks before the pod is gone, and does not retry it: the tests of a
+    # step "lost for good" below.)
     for workflow, step in ((child, ".run-groups"), (parent, ".dcgm-level1")):
         pod = scenario.wait_for(
             f"a running {step} step pod",
@@ -133,7 +137,7 @@ def test_step_pods_lost_mid_run_are_retried_and_the_results_are_recorded(
             timeout_s=120,
             describe=lambda: scenario.workflow_tree(api, namespace),
         )[0]
-        k8s.CoreV1Api(api).delete_namespaced_pod(pod.metadata.name, namespace)
+        k8s.CoreV1Api(api).delete_namespaced_pod(pod.metadata.name, namespace, grace_period_seconds=0)
 
     assert scenario.wait_workflow_done(api, namespace, parent, timeout_s=RUN_TIMEOUT_S) == "Succeeded", (
         f"{scenario.workflow_tree(api, namespace)}\nchild spec.shutdown: "
