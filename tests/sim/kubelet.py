@@ -58,6 +58,9 @@ HEARTBEAT_WORKERS = 8
 CONNECTIONS = 32
 # Every how many heartbeats the nodes' Ready condition is checked (a LIST of every node).
 READY_CHECK_EVERY = 3
+# A heartbeat request waits at most this long for the API server: one hung connection must not stop every node's
+# heartbeat (the node lifecycle controller would then taint every node, the system node's step pods included).
+HEARTBEAT_REQUEST_TIMEOUT_S = 10.0
 WATCH_TIMEOUT_SECONDS = 300
 SIM_MARK_ANNOTATION = "sim.nvcre.nvidia.com/marked-by"
 
@@ -175,14 +178,17 @@ class SimKubelet:
         with ThreadPoolExecutor(HEARTBEAT_WORKERS, thread_name_prefix="lease") as pool:
             while not self.stopping.is_set():
                 began = time.monotonic()
-                list(pool.map(self._renew_lease, [name for name in self.nodes if name not in self.down]))
+                try:
+                    list(pool.map(self._renew_lease, [name for name in self.nodes if name not in self.down]))
+                    if passes % READY_CHECK_EVERY == 0:
+                        self._report_ready_again()
+                    self._restore_finished_marks()
+                except Exception:  # a kubelet's heartbeat outlives any one failed request
+                    log.exception("heartbeat pass failed; the next one runs as usual")
                 took = time.monotonic() - began
                 if took > self.config.heartbeat_seconds:
                     log.warning("renewing %d leases took %.1fs", len(self.nodes), took)
-                if passes % READY_CHECK_EVERY == 0:
-                    self._report_ready_again()
                 passes += 1
-                self._restore_finished_marks()
                 self.stopping.wait(max(0.0, self.config.heartbeat_seconds - took))
 
     def _report_ready_again(self) -> None:
@@ -190,7 +196,7 @@ class SimKubelet:
         was late), as a kubelet's next status update does; only that condition, so a simulated fault's
         condition stays."""
         try:
-            response = self.core.list_node(_preload_content=False)
+            response = self.core.list_node(_preload_content=False, _request_timeout=HEARTBEAT_REQUEST_TIMEOUT_S)
             listed = json.loads(response.data)["items"]
         except (ApiException, OSError, ValueError) as error:
             log.warning("listing the nodes to check Ready: %s", error)
@@ -216,13 +222,17 @@ class SimKubelet:
             "spec": {"holderIdentity": name, "leaseDurationSeconds": LEASE_SECONDS, "renewTime": _micro_now()},
         }
         try:
-            self.coordination.patch_namespaced_lease(name, LEASE_NAMESPACE, {"spec": body["spec"]})
+            self.coordination.patch_namespaced_lease(
+                name, LEASE_NAMESPACE, {"spec": body["spec"]}, _request_timeout=HEARTBEAT_REQUEST_TIMEOUT_S
+            )
         except ApiException as error:
             if error.status != 404:
                 log.warning("lease of %s: %s", name, error.reason)
                 return
             try:
-                self.coordination.create_namespaced_lease(LEASE_NAMESPACE, body)
+                self.coordination.create_namespaced_lease(
+                    LEASE_NAMESPACE, body, _request_timeout=HEARTBEAT_REQUEST_TIMEOUT_S
+                )
             except ApiException as create_error:
                 log.warning("cannot create the lease of %s: %s", name, create_error.reason)
 
@@ -266,7 +276,12 @@ class SimKubelet:
             with self.lock:
                 marks = self.marks.pop(namespace, [])
             for node, change in marks:
-                self._undo(node, change)
+                try:
+                    self._undo(node, change)
+                except ApiException as error:  # a conflicting write: undo it on the next heartbeat
+                    log.warning("node %s: cannot undo %s yet: %s", node, change, error.reason)
+                    with self.lock:
+                        self.marks[namespace].append((node, change))
 
     def _undo(self, node: str, change: Mapping[str, Any]) -> None:
         log.info("node %s: undoing %s", node, dict(change))
