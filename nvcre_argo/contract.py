@@ -40,6 +40,8 @@ EXIT_TERMINATED = 143
 # plan-round -> run-group x N -> rounds again (Argo recursion) until plan-round finds nothing left to test.
 TEMPLATE_DIAGNOSE = "diagnose"
 TEMPLATE_ROUNDS = "rounds"
+# The step of a category Workflow that runs confirmation rounds after its groups (`steps.confirming`).
+TEMPLATE_CONFIRM = "confirm"
 TEMPLATE_PLAN_ROUND = "plan-round"
 PARAM_ROUND = "round"
 # The same entrypoints with one shared runner (`steps.shared_runner`): a `run-groups` pod runs every group of
@@ -86,10 +88,13 @@ def category_template_name(domain: str, variant: str) -> str:
 
 # Outputs: small values only (names and counts); node lists and logs go to ConfigMaps.
 OUTPUT_GROUPS = "groups"
+# plan: whether any group could need confirmation ("true": a pinned group of two or more nodes).
+OUTPUT_CONFIRMABLE = "confirmable"
 OUTPUT_FAILED_NODES_REF = "failed-nodes-ref"
 OUTPUT_SUCCEEDED_NODES_REF = "succeeded-nodes-ref"
 OUTPUT_DIR = "/tmp/nvcre"  # noqa: S108 - inside the step container, an emptyDir
 GROUPS_FILE = f"{OUTPUT_DIR}/groups.json"
+CONFIRMABLE_FILE = f"{OUTPUT_DIR}/confirmable"
 FAILED_NODES_REF_FILE = f"{OUTPUT_DIR}/failed-nodes-ref"
 SUCCEEDED_NODES_REF_FILE = f"{OUTPUT_DIR}/succeeded-nodes-ref"
 # plan-round: whether the isolation is done, the number of the round after this one, and one line of

@@ -30,6 +30,7 @@ from nvcre_argo.steps.category_mirror import open_category_mirror
 from nvcre_argo.steps.children import Parent, follow_child, stop_children, stop_if_parent_stopping
 from nvcre_argo.steps.cleanup import cleanup_step
 from nvcre_argo.steps.concurrency import publish_concurrency
+from nvcre_argo.steps.confirming import may_need_confirmation
 from nvcre_argo.steps.context import StepContext, parse_category
 from nvcre_argo.steps.deadline import set_category_deadline
 from nvcre_argo.steps.diagnosing import plan_round_step
@@ -124,12 +125,13 @@ def plan_command(ctx: click.Context) -> None:
         click.echo(f"at most {limit} group(s) at once (maxConcurrent)")
     set_category_deadline(kube, context, plan, report=click.echo)
     _write_output(contract.GROUPS_FILE, json.dumps(plan.withparam_items()))
+    _write_output(contract.CONFIRMABLE_FILE, "true" if may_need_confirmation(plan) else "false")
 
 
 @step_group.command("plan-round")
 @click.pass_context
 def plan_round_command(ctx: click.Context) -> None:
-    """Plan the next isolation round of a diagnose category (or find that none is left)."""
+    """Plan the next round of a diagnose category, or of confirmation for any other (or find that none is left)."""
     context = _context()
     kube = _kube(ctx)
     number_text = _require(contract.ENV_ROUND)

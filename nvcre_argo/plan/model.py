@@ -40,8 +40,9 @@ class NodeGroup:
     with a full group size), and run in the host's step, after it (`Plan.hosted_by`). `domain` is the group's
     topology domain (`nvidia.com/gpu.clique`) when all its nodes share one, else None. `pinned` is False only for
     `placement: Unpinned`, where `nodes` sizes the job but the scheduler picks the real nodes. Under
-    `testScale: diagnose` groups are planned round by round: `round` (1-based) and `stage` (the isolation
-    stage that asked for the group) are set, and None for every other group.
+    `testScale: diagnose` groups, and the confirmation groups that follow any other category's groups
+    (`plan.confirmation`), are planned round by round: `round` (1-based) and `stage` (the stage that asked for
+    the group) are set, and None for every other group.
     """
 
     name: str
@@ -110,11 +111,15 @@ class Plan:
         if not overflow.overflow:
             return None
         shared = set(overflow.nodes)
-        lenders = [group.name for group in self.groups if not group.overflow and shared & set(group.nodes)]
+        lenders = [
+            group.name
+            for group in self.groups
+            if not group.overflow and group.round is None and shared & set(group.nodes)
+        ]
         return lenders[-1] if lenders else None
 
     def round_groups(self, number: int) -> tuple[NodeGroup, ...]:
-        """The groups of isolation round `number` (none before that round was planned)."""
+        """The groups of round `number`, isolation or confirmation (none before that round was planned)."""
         return tuple(group for group in self.groups if group.round == number)
 
     def group(self, name: str) -> NodeGroup:

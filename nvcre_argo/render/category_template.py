@@ -224,6 +224,25 @@ def _rounds(templates: GroupTemplates, *, shared: bool) -> str:
     return rounds
 
 
+def _confirm(rounds: str, *, shared: bool) -> None:
+    """The confirmation rounds after a category's groups (`steps.confirming`): the round loop, whose first
+    `plan-round` says done when no failure needs confirming. Skipped (no pod) when the plan has no group of two
+    or more nodes, and, with the shared runner, which fails when any of its groups failed, when every group
+    passed; with a step pod per group Argo has no such summary of the fan-out, and the first `plan-round` of a
+    plan with such groups always runs."""
+    planned = f"steps.{contract.TEMPLATE_PLAN}.outputs.parameters.{contract.OUTPUT_CONFIRMABLE}"
+    when = f"{{{{{planned}}}}} == true"
+    if shared:
+        when += f" && {{{{steps.{contract.TEMPLATE_RUN_GROUPS}.status}}}} != Succeeded"
+    Step(
+        name=contract.TEMPLATE_CONFIRM,
+        template=rounds,
+        arguments=[Parameter(name=contract.PARAM_ROUND, value="1")],
+        when=when,
+        continue_on=m.ContinueOn(failed=True, error=True),
+    )
+
+
 def _entrypoint(name: str, *, shared: bool) -> str:
     return contract.shared_runner_entrypoint(name) if shared else name
 
@@ -314,6 +333,7 @@ def build_category_template(
             retry_strategy=retry_when_lost,
             outputs=[
                 Parameter(name=contract.OUTPUT_GROUPS, value_from=m.ValueFrom(path=contract.GROUPS_FILE)),
+                Parameter(name=contract.OUTPUT_CONFIRMABLE, value_from=m.ValueFrom(path=contract.CONFIRMABLE_FILE)),
             ],
         )
         # The run step is idempotent (its TrainJob's name is deterministic), so an evicted or crashed step pod
@@ -356,10 +376,10 @@ def build_category_template(
         templates = GroupTemplates(
             run_group=run_group, run_groups=_run_groups(step_image, retry_when_lost), group=_group_node()
         )
-        if diagnose:
-            _plan_round(step_image, retry_when_lost)
+        _plan_round(step_image, retry_when_lost)
         plan_groups = f"{{{{steps.{contract.TEMPLATE_PLAN}.outputs.parameters.{contract.OUTPUT_GROUPS}}}}}"
         for shared in (False, True):
+            rounds = _rounds(templates, shared=shared)
             # The items are group names only (Argo shows `group(0:g0)`); the run step reads the group's nodes
             # from the plan ConfigMap, so the Workflow's size does not grow with a group's nodes. An overflow
             # group has no item: it borrows one group's nodes and runs in that group's step, after it. An
@@ -367,9 +387,9 @@ def build_category_template(
             with Steps(name=_entrypoint(contract.TEMPLATE_CATEGORY, shared=shared)):
                 plan(name=contract.TEMPLATE_PLAN)
                 _fan_out(templates, plan_groups, shared=shared)
+                _confirm(rounds, shared=shared)
                 record(name=contract.TEMPLATE_RECORD)
             if diagnose:
-                rounds = _rounds(templates, shared=shared)
                 with Steps(name=_entrypoint(contract.TEMPLATE_DIAGNOSE, shared=shared)):
                     plan(name=contract.TEMPLATE_PLAN)
                     Step(name="round", template=rounds, arguments=[Parameter(name=contract.PARAM_ROUND, value="1")])

@@ -39,6 +39,7 @@ from nvcre_argo.results import (
     FailedNode,
     GroupResultRecord,
 )
+from nvcre_argo.steps.confirming import decide_confirmation_round
 from nvcre_argo.steps.context import StepContext
 from nvcre_argo.steps.planning import load_plan, plan_configmap
 
@@ -91,7 +92,11 @@ def job_history(
 
 def decide_round(plan: Plan, results: Mapping[str, GroupResultRecord], number: int) -> tuple[Plan, RoundDecision]:
     """Round `number` of the plan: the one already planned, or the next from the results (the plan gains its
-    groups), or done. PlanError when rounds before it were never planned (the loop skipped one)."""
+    groups), or done. PlanError when rounds before it were never planned (the loop skipped one). A plan
+    without isolation plans confirmation rounds instead (`steps.confirming`)."""
+    if plan.isolation is None:
+        updated, groups, progress = decide_confirmation_round(plan, results, number)
+        return updated, RoundDecision(number, tuple(group.name for group in groups), progress)
     isolation = isolation_of_plan(plan)
     planned = plan.round_groups(number)
     if planned:

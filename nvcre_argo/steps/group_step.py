@@ -17,6 +17,7 @@ from nvcre_argo.plan.platform import planned_gpu_values
 from nvcre_argo.steps.context import StepContext
 from nvcre_argo.steps.following import RunSettings
 from nvcre_argo.steps.group_summary import (
+    confirmation_job_summary,
     failed_node_count,
     failure_summary,
     isolation_job_summary,
@@ -72,7 +73,12 @@ def run_group_step(
     measurements = measurements_text(results)
     if group.round is not None:
         passed = results[0].succeeded
-        summary = "" if passed else isolation_job_summary(results[0], round_number=group.round, stage=group.stage or "")
+        if passed:
+            summary = ""
+        elif plan.isolation is None:
+            summary = confirmation_job_summary(results[0], round_number=group.round)
+        else:
+            summary = isolation_job_summary(results[0], round_number=group.round, stage=group.stage or "")
         return GroupStepOutcome(passed, summary, measurements, "")
     passed = all(result.succeeded for result in results)
     return GroupStepOutcome(

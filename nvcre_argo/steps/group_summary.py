@@ -49,12 +49,24 @@ def failed_node_count(results: Sequence[GroupResult]) -> int:
 def isolation_job_summary(result: GroupResult, *, round_number: int, stage: str) -> str:
     """A failed job of a diagnose round: it blames no node itself (a group fails for any one bad member, and
     which one is what the next rounds find out), so it says what the job was and why it failed."""
-    failed = next((iteration for iteration in result.iterations if not iteration.succeeded), None)
-    why = failed.message.splitlines()[0] if failed is not None and failed.message else "the group did not pass"
     return (
         f"isolation job failed (round {round_number}, {stage}, {len(result.nodes)} nodes; "
-        f"the next rounds find which node or link is at fault): {why}"
+        f"the next rounds find which node or link is at fault): {_first_failure(result)}"
     )
+
+
+def confirmation_job_summary(result: GroupResult, *, round_number: int) -> str:
+    """A failed confirmation job (`plan.confirmation`): one suspect with known-healthy partners. The record
+    step convicts the suspect, so the job itself blames no node."""
+    return (
+        f"confirmation job failed (round {round_number}, {len(result.nodes)} nodes: one suspect with known-healthy "
+        f"partners, convicted by the record step): {_first_failure(result)}"
+    )
+
+
+def _first_failure(result: GroupResult) -> str:
+    failed = next((iteration for iteration in result.iterations if not iteration.succeeded), None)
+    return failed.message.splitlines()[0] if failed is not None and failed.message else "the group did not pass"
 
 
 def failure_summary(results: Sequence[GroupResult]) -> str:

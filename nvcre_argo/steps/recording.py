@@ -1,13 +1,15 @@
 """The record step: gather every group's result into the reference's failed/succeeded-node ConfigMaps.
 
 Within a category a node appears once per reason in `failed-nodes-<id>`; `succeeded-nodes-<id>` holds the
-nodes of groups whose every iteration passed. A node whose group failed for another node's sake (a
-groupmate's rank failed first, or a health-check hit stopped the whole group) is in neither list: it was not
-tested to the end, so it is not certified, and nothing blames it either. A group with no result (its run
-step never finished) counts as a failed workload on all its nodes: nothing is silently dropped. A group that
-did not pass with no node to blame (its measurement could not be read) fails the category without failing
-a node. Each ConfigMap is written in one request, and its name is published (as the step's outputs) only
-after it exists.
+nodes of groups whose every iteration passed. A group that blamed all its nodes alike (a hang, a stall, a
+slow or low-bandwidth job: nothing says which node caused it) is settled by confirmation
+(`steps.confirming`): each of its nodes is blamed or cleared by a test with known-healthy partners, where
+one could be run. A node whose group failed for another node's sake (a groupmate's rank failed first, or a
+health-check hit stopped the whole group) is in neither list: it was not tested to the end, so it is not
+certified, and nothing blames it either. A group with no result (its run step never finished) counts as a
+failed workload on all its nodes: nothing is silently dropped. A group that did not pass with no node to
+blame (its measurement could not be read) fails the category without failing a node. Each ConfigMap is
+written in one request, and its name is published (as the step's outputs) only after it exists.
 
 The two result ConfigMaps outlive the Workflows: a Certification's status points at them long after Argo's
 TTL, `argo delete` or a deleted certification Workflow removed the Workflows. So they are owned by the
@@ -36,6 +38,7 @@ from nvcre_argo.results import (
     read_group_result,
     succeeded_nodes_configmap_manifest,
 )
+from nvcre_argo.steps.confirming import confirmed_failures
 from nvcre_argo.steps.context import StepContext
 from nvcre_argo.steps.diagnosing import diagnose_outcome
 from nvcre_argo.steps.planning import load_plan
@@ -108,17 +111,26 @@ def record_step(kube: KubeClient, context: StepContext, *, report: Callable[[str
             diagnose=diagnosed.record,
             report=report,
         )
-    failed: list[FailedNode] = []
-    passed_nodes: set[str] = set()
+    confirmed = confirmed_failures(plan, results)
+    for line in confirmed.lines:
+        report(line)
+    failed: list[FailedNode] = list(confirmed.failed)
+    passed_nodes: set[str] = set(confirmed.passed)
     unpassed: list[tuple[str, str]] = []
     for group in plan.groups:
+        if group.round is not None:
+            continue  # a confirmation job: `confirmed` holds what it found
         result = results.get(group.name)
         if result is None or not result["iterations"]:
             message = f"no result was recorded for group {group.name} (its run step did not finish)"
             failed += [FailedNode(node, WORKLOAD_FAILED, message) for node in group.nodes]
             continue
         for iteration in result["iterations"]:
-            failed += [FailedNode(item["name"], item["reason"], item["message"]) for item in iteration["failed_nodes"]]
+            failed += [
+                FailedNode(item["name"], item["reason"], item["message"])
+                for item in iteration["failed_nodes"]
+                if item["name"] not in confirmed.decided
+            ]
         if all(iteration["succeeded"] for iteration in result["iterations"]):
             passed_nodes |= set(result["nodes"])
         elif not any(iteration["failed_nodes"] for iteration in result["iterations"]):

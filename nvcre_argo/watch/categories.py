@@ -95,8 +95,10 @@ def _from_workflow(domain: str, variant: str, child: Mapping[str, Any], namespac
     status: CategoryPhase = "InProgress"
     entrypoint = (child.get("spec") or {}).get("entrypoint")
     diagnosing = entrypoint in {TEMPLATE_DIAGNOSE, shared_runner_entrypoint(TEMPLATE_DIAGNOSE)}
-    # While a diagnose loop runs, its last plan-round says where it stands (round, groups, stages).
-    message: str | None = wf.latest_output(nodes, TEMPLATE_PLAN_ROUND, OUTPUT_PROGRESS) if diagnosing else None
+    # While a diagnose loop runs, its last plan-round says where it stands (round, groups, stages). Any other
+    # category's plan-round is confirmation's (`steps.confirming`): it ran when a group failed.
+    progress = wf.latest_output(nodes, TEMPLATE_PLAN_ROUND, OUTPUT_PROGRESS)
+    message: str | None = progress if diagnosing else None
     if phase in wf.FAILED_PHASES:
         status = "Failed"
         message = wf.message(child) or f"Workflow {wf.name(child)} ended {phase}"
@@ -107,7 +109,12 @@ def _from_workflow(domain: str, variant: str, child: Mapping[str, Any], namespac
         groups = (
             [] if diagnosing else wf.failed_steps(nodes, TEMPLATE_RUN_GROUP) + wf.failed_steps(nodes, TEMPLATE_GROUP)
         )
-        if groups:
+        if groups and progress is not None:
+            # Confirmation ran and the record step passed: it cleared every node of the failed groups (each
+            # passed again with known-healthy partners), so the record step's verdict stands, as for diagnose.
+            status = "Succeeded"
+            message = f"{len(groups)} group(s) failed and were cleared by confirmation: {progress}"
+        elif groups:
             status = "Failed"
             message = "; ".join(f"group {group} failed" + (f": {text}" if text else "") for group, text in groups)
         else:

@@ -10,10 +10,19 @@ in three 2-node groups that run at once, `startupStallTimeoutSeconds: 20` and `t
                              3 x 0.5 s x 10 iterations per line = 15 s
     gpu-node-5, gpu-node-6   healthy: pass
 
-A stall blocks the whole collective, so nothing says which node of the group is at fault: both nodes of a
-stalled group are recorded `WorkloadFailed` (the reference's reason for a stall), and the message says
-`WorkloadStalled` and why. Both groups end within a minute of their TrainJob's creation, by the API server's
-clock, where `timeoutPerJob` would have taken ten, and the run step deletes their TrainJobs.
+A stall blocks the whole collective, so nothing in a stalled group's result says which node is at fault:
+both nodes are suspects, and confirmation (`plan.confirmation`) tests each again with a node of the passed
+group, then with a suspect it cleared:
+
+    round 1   c1-g0 gpu-node-1 + gpu-node-5: stalls again, gpu-node-1 convicted
+              c1-g1 gpu-node-2 + gpu-node-6: passes, gpu-node-2 cleared
+    round 2   c2-g0 gpu-node-3 + gpu-node-2: stalls again, gpu-node-3 convicted
+              c2-g1 gpu-node-4 + gpu-node-5: passes, gpu-node-4 cleared
+
+So only the stalling nodes are recorded `WorkloadFailed` (the reference's reason for a stall), with a message
+that says `WorkloadStalled` and why, and their healthy partners are certified. Both stalled groups end within
+a minute of their TrainJob's creation, by the API server's clock, where `timeoutPerJob` would have taken ten,
+and the run step deletes their TrainJobs.
 """
 
 from __future__ import annotations
@@ -116,27 +125,37 @@ def test_a_startup_stall_and_a_training_stall_fail_their_groups_long_before_time
     assert training["status"] == "Failed", training
 
     nodes = scenario.category_nodes(api, namespace, training)
-    assert {name: reason for name, (reason, _) in nodes.failed.items()} == dict.fromkeys(NODES[:4], "WorkloadFailed")
-    assert sorted(nodes.succeeded) == NODES[4:]
-    for name in NODES[:2]:
-        message = nodes.failed[name][1]
-        assert message.startswith(
-            f"WorkloadStalled: no training iteration within startupStallTimeoutSeconds {STARTUP_STALL_S} (TrainJob/"
-        ), message
-    for name in NODES[2:4]:
-        message = nodes.failed[name][1]
-        assert message.startswith("WorkloadStalled: no new iteration for "), message
-        assert (
-            f"more than 3 x the average step time {STEP_TIME_S:g}s x {LOG_INTERVAL} iteration(s) per log line "
-            f"({TRAINING_STALL_S:.0f}s)" in message
-        ), message
-        assert message.endswith("last logged iteration 20/40"), message
+    assert {name: reason for name, (reason, _) in nodes.failed.items()} == {
+        "gpu-node-1": "WorkloadFailed",
+        "gpu-node-3": "WorkloadFailed",
+    }
+    assert sorted(nodes.succeeded) == ["gpu-node-2", "gpu-node-4", "gpu-node-5", "gpu-node-6"]
+    startup = nodes.failed["gpu-node-1"][1]
+    assert startup.startswith("failed in g0, then again in confirmation job c1-g0 with known-healthy gpu-node-5: "), (
+        startup
+    )
+    assert (
+        f"WorkloadStalled: no training iteration within startupStallTimeoutSeconds {STARTUP_STALL_S} (TrainJob/"
+        in startup
+    ), startup
+    training_stall = nodes.failed["gpu-node-3"][1]
+    assert training_stall.startswith(
+        "failed in g1, then again in confirmation job c2-g0 with known-healthy gpu-node-2: WorkloadStalled: no new "
+        "iteration for "
+    ), training_stall
+    assert (
+        f"more than 3 x the average step time {STEP_TIME_S:g}s x {LOG_INTERVAL} iteration(s) per log line "
+        f"({TRAINING_STALL_S:.0f}s)" in training_stall
+    ), training_stall
+    assert training_stall.endswith("last logged iteration 20/40"), training_stall
 
     # Each stalled group ended after its limit and within a minute, by the API server's clock, not the step's.
     (workflow,) = scenario.workflows(api, namespace, "nvcre.nvidia.com/role=category")
     workflow_name = workflow["metadata"]["name"]
     groups = {tuple(sorted(item.get("nodes", []))): name for name, item in seen.items()}
-    assert sorted(groups) == [tuple(NODES[0:2]), tuple(NODES[2:4]), tuple(NODES[4:6])], seen
+    confirmations = [("gpu-node-1", "gpu-node-5"), ("gpu-node-2", "gpu-node-3"), ("gpu-node-2", "gpu-node-6")]
+    confirmations.append(("gpu-node-4", "gpu-node-5"))
+    assert sorted(groups) == sorted([tuple(NODES[0:2]), tuple(NODES[2:4]), tuple(NODES[4:6]), *confirmations]), seen
     waits = {}
     for members, limit in ((tuple(NODES[0:2]), STARTUP_STALL_S), (tuple(NODES[2:4]), TRAINING_STALL_S)):
         trainjob = groups[members]

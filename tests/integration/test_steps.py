@@ -1212,6 +1212,7 @@ def output_dir() -> Iterator[Path]:
     directory = Path(contract.OUTPUT_DIR)
     files = [
         contract.GROUPS_FILE,
+        contract.CONFIRMABLE_FILE,
         contract.FAILED_NODES_REF_FILE,
         contract.SUCCEEDED_NODES_REF_FILE,
     ]
@@ -1242,6 +1243,8 @@ def test_the_plan_command_writes_the_groups_for_argo(
     # Group names only: the run step reads a group's nodes from the plan ConfigMap.
     # g2-overflow borrows g0's nodes and runs in g0's step: it has no item of its own.
     assert json.loads(Path(contract.GROUPS_FILE).read_text()) == ["g0", "g1"]
+    # Groups of two: a group blamed as a whole is confirmed after the fan-out.
+    assert Path(contract.CONFIRMABLE_FILE).read_text() == "true"
     assert "5 node(s), 0 excluded, 3 group(s)" in done.stdout
     assert kube.get(CONFIGMAPS, f"group-nodes-{uid8(step.context)}", step.namespace) is not None
 

@@ -600,15 +600,41 @@ def test_a_category_deletes_its_unfinished_trainjobs_on_exit_unless_it_succeeded
         assert templates[contract.TEMPLATE_CLEANUP]["container"]["args"] == ["cleanup"], path.name
 
 
-# An overflow group runs in its host group's step: one fan-out, and no step Argo would draw as Skipped.
-def test_a_category_runs_plan_one_fan_out_of_groups_and_record() -> None:
+# An overflow group runs in its host group's step: one fan-out, and no step Argo would draw as Skipped. The
+# confirmation rounds follow it (starting at round 1), before record.
+def test_a_category_runs_plan_one_fan_out_of_groups_confirm_and_record() -> None:
     groups = f"{{{{steps.{contract.TEMPLATE_PLAN}.outputs.parameters.{contract.OUTPUT_GROUPS}}}}}"
     for path in CATEGORY_TEMPLATE_FILES:
         document = yaml.safe_load(path.read_text(encoding="utf-8"))
-        steps = templates_by_name(document)[contract.TEMPLATE_CATEGORY]["steps"]
+        templates = templates_by_name(document)
+        steps = templates[contract.TEMPLATE_CATEGORY]["steps"]
 
-        assert [[step["name"] for step in group] for group in steps] == [["plan"], ["group"], ["record"]], path.name
+        assert [[step["name"] for step in group] for group in steps] == [
+            ["plan"],
+            ["group"],
+            [contract.TEMPLATE_CONFIRM],
+            ["record"],
+        ], path.name
         assert steps[1][0]["withParam"] == groups, path.name
+        confirm = steps[2][0]
+        assert confirm["template"] == contract.TEMPLATE_ROUNDS, path.name
+        assert confirm["arguments"]["parameters"] == [{"name": contract.PARAM_ROUND, "value": "1"}], path.name
+        assert confirm["when"] == "{{steps.plan.outputs.parameters.confirmable}} == true", path.name
+
+
+# With the shared runner, which fails when any of its groups failed, confirmation is also skipped when all passed.
+def test_the_shared_runner_entrypoint_confirms_only_after_a_failed_group() -> None:
+    for path in CATEGORY_TEMPLATE_FILES:
+        document = yaml.safe_load(path.read_text(encoding="utf-8"))
+        name = contract.shared_runner_entrypoint(contract.TEMPLATE_CATEGORY)
+        steps = templates_by_name(document)[name]["steps"]
+
+        confirm = steps[2][0]
+        assert confirm["name"] == contract.TEMPLATE_CONFIRM, path.name
+        assert confirm["template"] == contract.shared_runner_entrypoint(contract.TEMPLATE_ROUNDS), path.name
+        assert confirm["when"] == (
+            "{{steps.plan.outputs.parameters.confirmable}} == true && {{steps.run-groups.status}} != Succeeded"
+        ), path.name
 
 
 def test_the_longest_certification_name_leaves_room_for_generated_and_category_suffixes() -> None:

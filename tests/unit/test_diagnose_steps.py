@@ -23,6 +23,7 @@ from nvcre_argo.results import (
 )
 from nvcre_argo.steps.diagnosing import decide_round, diagnose_outcome, job_outcome
 from tests.bench.isolation_sim import FaultOracle, Scenario, run_planner
+from tests.unit.test_confirmation import group_result
 
 NODES = tuple(f"n{i:02d}" for i in range(12))
 DOMAIN = {node: f"d{i // 4}" for i, node in enumerate(NODES)}
@@ -41,22 +42,8 @@ def diagnose_plan() -> Plan:
 def result(group: str, nodes: tuple[str, ...], outcome: str, message: str = "") -> GroupResultRecord:
     """A one-iteration group result: `passed`, `failed` (a rank crashed) or `below-threshold`."""
     reason = THRESHOLD_VIOLATION if outcome == "below-threshold" else WORKLOAD_FAILED
-    failed = [] if outcome == "passed" else [{"name": nodes[0], "reason": reason, "message": message}]
-    return {
-        "group": group,
-        "nodes": list(nodes),
-        "attempt": 1,
-        "iterations": [
-            {
-                "iteration": 0,
-                "trainjob": f"t-{group}",
-                "succeeded": outcome == "passed",
-                "message": message,
-                "failed_nodes": failed,  # type: ignore[typeddict-item]
-                "measurements": {},
-            }
-        ],
-    }
+    failed = [] if outcome == "passed" else [(nodes[0], reason)]
+    return group_result(group, nodes, failed, message, succeeded=outcome == "passed")
 
 
 def play(plan: Plan, faults: Scenario) -> tuple[Plan, dict[str, GroupResultRecord], int]:

@@ -12,6 +12,7 @@ from nvcre_argo import contract
 from nvcre_argo.api.spec import NodeSelectorRequirement, TargetSpec
 from nvcre_argo.cli.compile import compile_command
 from nvcre_argo.names import trainjob_name
+from nvcre_argo.plan.confirmation import MAX_CONFIRMATION_ROUNDS
 from nvcre_argo.plan.model import NodeGroup, Plan
 from nvcre_argo.plan.selection import matches_target
 from nvcre_argo.render.certification_workflow import embedded_category_workflow
@@ -20,6 +21,7 @@ from nvcre_argo.resolve.category import ResolvedCheckpoint
 from nvcre_argo.results import GroupResultRecord, IterationRecord
 from nvcre_argo.steps.deadline import ITERATION_ALLOWANCE_S, WORKFLOW_ALLOWANCE_S, category_deadline_seconds
 from nvcre_argo.steps.group_summary import (
+    confirmation_job_summary,
     failed_node_count,
     failure_summary,
     isolation_job_summary,
@@ -210,6 +212,15 @@ def test_the_category_deadline_counts_waves_of_max_concurrent_and_repeats() -> N
     assert category_deadline_seconds(plan_of(0), unlimited) == WORKFLOW_ALLOWANCE_S
 
 
+def test_the_category_deadline_allows_a_wave_per_confirmation_round_for_groups_of_two_or_more() -> None:
+    category = edited_by_hand(resolve(NCCL), max_concurrent=4).model_copy(update={"timeout_per_job": "10m"})
+    iteration = 2 * 600 + 300 + ITERATION_ALLOWANCE_S
+    pairs = Plan(None, (), (), tuple(NodeGroup(f"g{index}", (f"a{index}", f"b{index}")) for index in range(6)))
+    # 6 groups in waves of 4 = 2 waves; each of the 3 confirmation rounds up to 12 groups, 3 waves.
+    expected = WORKFLOW_ALLOWANCE_S + (2 + MAX_CONFIRMATION_ROUNDS * 3) * iteration
+    assert category_deadline_seconds(pairs, category) == expected
+
+
 def test_the_category_deadline_allows_the_measurement_wait_only_where_something_is_measured() -> None:
     plan = plan_of(1)
     one_minute = resolve(NCCL).model_copy(update={"timeout_per_job": "10m", "measurement_timeout": "1m"})
@@ -273,6 +284,18 @@ def test_a_failed_isolation_job_blames_nobody_and_says_which_round_and_stage_it_
     assert summary == (
         "isolation job failed (round 1, intra-screening, 2 nodes; the next rounds find which node or link is at "
         "fault): TrainJob/tj failed: rank 3"
+    )
+
+
+def test_a_failed_confirmation_job_blames_nobody_and_says_what_it_was() -> None:
+    both = [("gpu-node-1", "WorkloadFailed"), ("gpu-node-5", "WorkloadFailed")]
+    result = GroupResult("c1-g0", ["gpu-node-1", "gpu-node-5"], [failed(0, "WorkloadStalled: none\ntail", *both)])
+
+    summary = confirmation_job_summary(result, round_number=1)
+
+    assert summary == (
+        "confirmation job failed (round 1, 2 nodes: one suspect with known-healthy partners, convicted by the "
+        "record step): WorkloadStalled: none"
     )
 
 

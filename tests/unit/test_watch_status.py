@@ -468,6 +468,27 @@ def test_a_running_diagnose_loop_says_which_round_it_is_in() -> None:
     assert (category.status, category.message) == ("InProgress", "round 2: 9 group(s), 18 node-jobs (bisection)")
 
 
+def test_a_failed_group_whose_nodes_confirmation_cleared_leaves_the_verdict_to_the_record_step() -> None:
+    # A pair failed as a whole, then each node passed with a known-healthy partner: the record step passed.
+    shared = {"type": "Suspend", "templateName": "group"}
+    done = "confirmation complete: 0 suspect(s) convicted, 2 cleared"
+    nodes = {
+        "g0": group_node("0", "Failed", "2 node(s) failed") | shared,
+        "g1": group_node("1", "Succeeded") | shared,
+        "p1": plan_round_node("p1", "2025-03-01T12:01:00Z", "confirmation round 1: 2 suspect(s), each with ..."),
+        "p2": plan_round_node("p2", "2025-03-01T12:03:00Z", done),
+    }
+    workflow = child(0, "Succeeded", nodes=nodes)
+    workflow["spec"] = {"entrypoint": "category-shared"}
+
+    category = (compute([parent(), workflow]).category_statuses or [])[0]
+
+    assert (category.status, category.message) == (
+        "Succeeded",
+        f"1 group(s) failed and were cleared by confirmation: {done}",
+    )
+
+
 def test_a_failed_attempt_that_a_retry_recovered_does_not_fail_the_category() -> None:
     retry = group_node("0", "Succeeded") | {"type": "Retry", "children": ["a0", "a1"]}
     nodes = {"g0": retry, "a0": group_node("a0", "Failed", "pod deleted"), "a1": group_node("a1", "Succeeded")}
