@@ -22,9 +22,10 @@ Each entry is compiled from a `--catalog` directory that gives the built-in entr
 `scorecard_run.HEALTH_EXPRESSION` (cordoned, tainted `nvidia.com/gpu-unhealthy`, condition `GpuUnhealthy`,
 or not Ready), as a site whose GPU health agent marks nodes would configure it; the built-in default only
 catches a cordon. Why diagnose for communication: a slow, hung or corrupting member slows, blocks or corrupts
-the whole collective, so a fixed group can only blame all of its nodes; fault isolation splits failing groups
-and confirms each suspect with a known-healthy partner, which is what names the node (and clears a transient
-failure). `--communication pairs` measures what fixed pairs can tell.
+the whole collective, so a fixed group's result can only blame all of its nodes; fault isolation splits failing
+groups and confirms each suspect with a known-healthy partner, which is what names the node (and clears a
+transient failure). Fixed groups (`--communication pairs`, and the training category) confirm the nodes of a
+group blamed as a whole the same way after their groups (`plan.confirmation`).
 
 Measured on 2 cores (sharing nothing): 16 nodes 12.5 minutes (three runs: long faults 5.6, short faults 3.2,
 no fault 3.1), 64 nodes 15.4 minutes (faults 8.4, no fault 6.0), each cluster starting in about 20 s; the
