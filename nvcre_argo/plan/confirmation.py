@@ -54,16 +54,20 @@ class Blame:
 
 @dataclass(frozen=True)
 class Confirmation:
-    """Where confirmation stands: each suspect `cleared` or `convicted` (by the name of the job that decided
-    it), the suspects still `open`, the `cleared` nodes partners are taken from, and the nodes a confirmation
-    job blamed by evidence of their own (a partner that crashed)."""
+    """Where confirmation stands: the suspects, each with the first group that blamed it unattributed
+    (`origin`), those `cleared` or `convicted` (by the name of the job that decided it), the suspects still
+    `open`, the `healthy` nodes partners are taken from, and the nodes a confirmation job blamed by evidence
+    of their own (a partner that crashed)."""
 
-    suspects: frozenset[str] = frozenset()
+    origin: Mapping[str, str] = field(default_factory=dict)
     cleared_by: Mapping[str, str] = field(default_factory=dict)
     convicted_by: Mapping[str, str] = field(default_factory=dict)
     healthy: frozenset[str] = frozenset()
     attributed: frozenset[str] = frozenset()
-    rounds: int = 0
+
+    @property
+    def suspects(self) -> frozenset[str]:
+        return frozenset(self.origin)
 
     @property
     def open(self) -> tuple[str, ...]:
@@ -84,13 +88,14 @@ def confirmation_state(groups: Sequence[NodeGroup], blames: Mapping[str, Blame])
         node for group in first if (blame := blames.get(group.name)) and not blame.unattributed for node in blame.blamed
     }
     healthy = {node for group in first if (blame := blames.get(group.name)) and blame.passed for node in group.nodes}
-    suspects = {
-        node
-        for group in first
-        if group.pinned and len(group.nodes) > 1 and (blame := blames.get(group.name)) and blame.unattributed
-        for node in group.nodes
-        if node not in attributed
-    }
+    origin: dict[str, str] = {}
+    for group in first:
+        blame = blames.get(group.name)
+        if group.pinned and len(group.nodes) > 1 and blame is not None and blame.unattributed:
+            for node in group.nodes:
+                if node not in attributed:
+                    origin.setdefault(node, group.name)
+    suspects = set(origin)
     # A suspect that passed another whole test (an overflow group shares nodes with its host) is cleared by it.
     cleared_by = {
         node: group.name
@@ -101,8 +106,8 @@ def confirmation_state(groups: Sequence[NodeGroup], blames: Mapping[str, Blame])
     }
     convicted_by: dict[str, str] = {}
     healthy -= attributed
-    rounds = max((group.round for group in groups if group.round is not None), default=0)
-    for number in range(1, rounds + 1):
+    last_round = max((group.round for group in groups if group.round is not None), default=0)
+    for number in range(1, last_round + 1):
         open_before = suspects - set(cleared_by) - set(convicted_by)
         for job in (group for group in groups if group.round == number):
             blame = blames.get(job.name)
@@ -118,12 +123,11 @@ def confirmation_state(groups: Sequence[NodeGroup], blames: Mapping[str, Blame])
                 attributed.update(blame.blamed - set(tested))
     healthy -= attributed | set(convicted_by)
     return Confirmation(
-        suspects=frozenset(suspects),
+        origin=origin,
         cleared_by=cleared_by,
         convicted_by=convicted_by,
         healthy=frozenset(healthy),
         attributed=frozenset(attributed),
-        rounds=rounds,
     )
 
 
@@ -133,23 +137,35 @@ def plan_confirmation_round(
     """Round `number`'s confirmation groups (node-disjoint), or none when confirmation is over: no suspect is
     open, no cleared node is left to partner one, or the round limit is reached.
 
-    Each open suspect, in name order, joins as many cleared nodes (in name order) as its group had other
-    members; suspects that find too few partners wait for the next round, when the suspects cleared in this
-    one partner them too."""
+    Each open suspect, in name order, joins as many cleared nodes as its group had other members, taken from
+    its own topology domain first (then in name order): a group inside one NVLink domain tested that domain's
+    fabric, and partners across domains would test another (on a multi-node NVLink system, a slower one,
+    whose bandwidth could convict a healthy suspect). Suspects that find too few partners wait for the next
+    round, when the suspects cleared in this one partner them too."""
     if number > MAX_CONFIRMATION_ROUNDS:
         return ()
     state = confirmation_state(groups, blames)
     sizes = _suspect_group_sizes(groups, blames, state.suspects)
+    domains = _known_domains(groups)
     partners = sorted(state.healthy)
     planned: list[NodeGroup] = []
     for suspect in state.open:
         wanted = sizes[suspect] - 1
         if len(partners) < wanted:
             continue
-        taken, partners = partners[:wanted], partners[wanted:]
+        home = domains.get(suspect)
+        taken = sorted(partners, key=lambda node: home is not None and domains.get(node) != home)[:wanted]
+        partners = [node for node in partners if node not in taken]
+        domain = home if all(domains.get(node) == home for node in taken) else None
         name = confirmation_group_name(number, len(planned))
-        planned.append(NodeGroup(name, (suspect, *taken), round=number, stage=CONFIRMATION_STAGE))
+        planned.append(NodeGroup(name, (suspect, *taken), domain=domain, round=number, stage=CONFIRMATION_STAGE))
     return tuple(planned)
+
+
+def _known_domains(groups: Sequence[NodeGroup]) -> dict[str, str]:
+    """Each node's topology domain, as far as the category's groups tell it: the domain of a group whose
+    nodes all share one (`NodeGroup.domain`)."""
+    return {node: group.domain for group in _first_wave(groups) if group.domain is not None for node in group.nodes}
 
 
 def _suspect_group_sizes(

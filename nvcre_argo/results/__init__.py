@@ -30,8 +30,10 @@ from nvcre_argo.results.group import (
     IterationRecord,
     RestartRecord,
     group_result_binary_data,
+    last_failure_message,
     parse_group_result,
     read_group_result,
+    reasons_for,
 )
 from nvcre_argo.results.logtail import sanitize_log_tail
 from nvcre_argo.results.nodes import (
@@ -79,12 +81,14 @@ __all__ = [
     "failed_nodes_configmap_manifest",
     "group_result_binary_data",
     "gzip_bytes",
+    "last_failure_message",
     "parse_group_result",
     "read_diagnose",
     "read_failed_nodes",
     "read_group_result",
     "read_platform",
     "read_succeeded_nodes",
+    "reasons_for",
     "sanitize_log_tail",
     "succeeded_nodes_configmap_manifest",
 ]

@@ -71,6 +71,16 @@ class GroupResultRecord(TypedDict):
     attempt: int  # 1 unless the group was tested again (`argo retry`) after a finished run
 
 
+def reasons_for(node: str, record: GroupResultRecord) -> list[str]:
+    """The reasons a group's result gives `node`, in iteration order (empty when it never blamed it)."""
+    return [item["reason"] for it in record["iterations"] for item in it["failed_nodes"] if item["name"] == node]
+
+
+def last_failure_message(record: GroupResultRecord) -> str:
+    """The message of the group's last failed iteration, or "" when every iteration passed."""
+    return next((it["message"] for it in reversed(record["iterations"]) if not it["succeeded"]), "")
+
+
 def group_result_binary_data(record: Mapping[str, Any]) -> dict[str, str]:
     """A group-result ConfigMap's `binaryData` for `record` (a GroupResultRecord, or the same shape with
     failed-node messages written out): each message equal to its iteration's is left out (see the module

@@ -21,7 +21,14 @@ from nvcre_argo.plan.confirmation import (
     plan_confirmation_round,
 )
 from nvcre_argo.plan.model import NodeGroup, Plan, PlanError
-from nvcre_argo.results import HARDWARE_FAILURE_DETECTED, WORKLOAD_FAILED, FailedNode, GroupResultRecord
+from nvcre_argo.results import (
+    HARDWARE_FAILURE_DETECTED,
+    WORKLOAD_FAILED,
+    FailedNode,
+    GroupResultRecord,
+    last_failure_message,
+    reasons_for,
+)
 
 
 def may_need_confirmation(plan: Plan) -> bool:
@@ -97,22 +104,21 @@ def confirmed_failures(plan: Plan, results: Mapping[str, GroupResultRecord]) -> 
     evidence of their own, and the nodes of passed confirmation jobs."""
     blames = blames_of(plan, results)
     state = confirmation_state(plan.groups, blames)
-    origin = _unattributed_groups(plan, blames)
     failed: list[FailedNode] = []
     lines: list[str] = []
     for suspect, job_name in sorted(state.convicted_by.items()):
         job = plan.group(job_name)
         record = results[job_name]
         partners = ", ".join(node for node in job.nodes if node != suspect)
-        detail = next((it["message"] for it in reversed(record["iterations"]) if not it["succeeded"]), "")
+        detail = last_failure_message(record)
         message = (
-            f"failed in {origin[suspect]}, then again in confirmation job {job_name} with known-healthy "
+            f"failed in {state.origin[suspect]}, then again in confirmation job {job_name} with known-healthy "
             f"{partners}: {detail.splitlines()[0] if detail else 'no detail'}"
         )
         failed.append(FailedNode(suspect, _reason(suspect, record), message))
         lines.append(f"confirmed {suspect}: {message}")
     for suspect, job_name in sorted(state.cleared_by.items()):
-        lines.append(f"cleared {suspect}: failed in {origin[suspect]}, passed in {job_name}")
+        lines.append(f"cleared {suspect}: failed in {state.origin[suspect]}, passed in {job_name}")
     for job in plan.groups:
         result = results.get(job.name)
         blame = blames.get(job.name)
@@ -138,19 +144,8 @@ def confirmed_failures(plan: Plan, results: Mapping[str, GroupResultRecord]) -> 
     )
 
 
-def _unattributed_groups(plan: Plan, blames: Mapping[str, Blame]) -> dict[str, str]:
-    """Each suspect's first unattributed group, for the messages."""
-    origin: dict[str, str] = {}
-    for group in plan.groups:
-        blame = blames.get(group.name)
-        if group.round is None and blame is not None and blame.unattributed:
-            for node in group.nodes:
-                origin.setdefault(node, group.name)
-    return origin
-
-
 def _reason(node: str, record: GroupResultRecord) -> str:
     """The reason the confirmation job gave the suspect (ThresholdViolation for a slow pair), else its first."""
-    reasons = [item["reason"] for it in record["iterations"] for item in it["failed_nodes"] if item["name"] == node]
-    reasons = reasons or [item["reason"] for it in record["iterations"] for item in it["failed_nodes"]]
+    anyone = [item["reason"] for it in record["iterations"] for item in it["failed_nodes"]]
+    reasons = reasons_for(node, record) or anyone
     return reasons[0] if reasons else WORKLOAD_FAILED

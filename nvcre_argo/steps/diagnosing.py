@@ -38,6 +38,8 @@ from nvcre_argo.results import (
     DiagnoseRecord,
     FailedNode,
     GroupResultRecord,
+    last_failure_message,
+    reasons_for,
 )
 from nvcre_argo.steps.confirming import decide_confirmation_round
 from nvcre_argo.steps.context import StepContext
@@ -202,21 +204,16 @@ def _faulty_node(
     decisive = (alone or failing)[-1] if failing else None
     record = results.get(decisive.name) if decisive else None
     slow = decisive is not None and job_outcome(record) == "below-threshold"
-    detail = next((it["message"] for it in reversed(record["iterations"]) if not it["succeeded"]), "") if record else ""
+    detail = last_failure_message(record) if record else ""
     message = f"diagnose: failed in {len(failing)} job(s) ({', '.join(group.name for group in failing)})"
     if decisive is not None:
         message += f", decided by {decisive.name}"
     if detail:
         message += f": {detail.splitlines()[0]}"
     reason = THRESHOLD_VIOLATION if slow else WORKLOAD_FAILED
-    if record is not None and HARDWARE_FAILURE_DETECTED in _reasons_for(node, record):
+    if record is not None and HARDWARE_FAILURE_DETECTED in reasons_for(node, record):
         reason = HARDWARE_FAILURE_DETECTED
     return FailedNode(node, reason, message)
-
-
-def _reasons_for(node: str, record: GroupResultRecord) -> set[str]:
-    """The reasons a job's result gives this node."""
-    return {item["reason"] for it in record["iterations"] for item in it["failed_nodes"] if item["name"] == node}
 
 
 def _describe_fault(domain: str, group_a: Sequence[str], group_b: Sequence[str]) -> str:

@@ -107,6 +107,38 @@ def test_a_partner_blamed_by_its_own_evidence_leaves_the_suspect_open_for_anothe
     assert [group.nodes for group in second] == [("a", "b")]
 
 
+def test_partners_come_from_the_suspects_own_nvlink_domain_first_then_from_any() -> None:
+    groups = (
+        NodeGroup("g0", ("a", "b"), domain="clique-x"),
+        NodeGroup("g1", ("c", "d"), domain="clique-x"),
+        NodeGroup("g2", ("e", "f"), domain="clique-y"),
+        NodeGroup("g3", ("g", "h"), domain="clique-y"),
+        NodeGroup("g4", ("i", "j")),  # a cross-domain remainder: its nodes' domains are unknown
+    )
+    blames = {"g0": PASSED, "g1": PASSED, "g2": PASSED, "g3": whole_group("g", "h"), "g4": whole_group("i", "j")}
+
+    first = plan_confirmation_round(groups, blames, 1)
+
+    # g and h take e and f, their own domain's healthy nodes, although a..d come first by name; the suspects of
+    # the cross-domain pair take what is left, in name order.
+    assert [(group.nodes, group.domain) for group in first] == [
+        (("g", "e"), "clique-y"),
+        (("h", "f"), "clique-y"),
+        (("i", "a"), None),
+        (("j", "b"), None),
+    ]
+
+
+def test_a_suspect_whose_domain_has_no_healthy_node_left_is_confirmed_across_domains() -> None:
+    groups = (NodeGroup("g0", ("a", "b"), domain="clique-x"), NodeGroup("g1", ("c", "d"), domain="clique-y"))
+    blames = {"g0": PASSED, "g1": whole_group("c", "d")}
+
+    assert [(group.nodes, group.domain) for group in plan_confirmation_round(groups, blames, 1)] == [
+        (("c", "a"), None),
+        (("d", "b"), None),
+    ]
+
+
 def test_groups_of_three_are_confirmed_in_groups_of_three() -> None:
     groups = (NodeGroup("g0", ("a", "b", "c")), NodeGroup("g1", ("d", "e", "f")), NodeGroup("g2", ("g", "h", "i")))
     blames = {"g0": whole_group("a", "b", "c"), "g1": PASSED, "g2": PASSED}
