@@ -147,6 +147,8 @@ def _controller_kubeconfig(plane: ControlPlane, path: Path, namespace: str) -> P
 # From this many nodes on, the cluster is started as large clusters are tuned (`controller_manager_qps`,
 # `node_heartbeat`); below it every component keeps its defaults.
 LARGE_CLUSTER_NODES = 600
+# From this many nodes on, the sim kubelet's Lease passes outlast even the large clusters' grace (`node_heartbeat`).
+HUGE_CLUSTER_NODES = 2000
 
 
 def controller_manager_qps(node_count: int) -> tuple[int, int]:
@@ -172,10 +174,16 @@ def node_heartbeat(node_count: int) -> NodeHeartbeat:
     One process plays every node's kubelet here. At 4,096 nodes, renewing each Lease every 10 s as a kubelet
     does took that process 50-63 s a pass once 512 workloads ran (on 2 cores, with the API server), nodes
     went unreachable and 60 s workloads timed out: a large simulated cluster renews every 30 s and is given
-    120 s before a node counts as lost. A node a fault takes down is then noticed later too."""
+    120 s before a node counts as lost. From `HUGE_CLUSTER_NODES` on that was still too short: with the API
+    server above a core, passes took 40-90 s and up to 140 s, nodes (the system node among them) went
+    unreachable three times in an 80-minute run, and each time the step pods were evicted 300 s later. There
+    the Leases are renewed every 60 s, halving their share of the API server's load, and a node counts as
+    lost after 300 s. A node a fault takes down is then noticed later too."""
     if node_count < LARGE_CLUSTER_NODES:
         return NodeHeartbeat(10.0, None)
-    return NodeHeartbeat(30.0, 120)
+    if node_count < HUGE_CLUSTER_NODES:
+        return NodeHeartbeat(30.0, 120)
+    return NodeHeartbeat(60.0, 300)
 
 
 def schedulable(node: Any) -> bool:

@@ -32,6 +32,11 @@ def test_a_ready_node_is_schedulable_only_without_the_not_ready_taints() -> None
 
 def test_a_large_cluster_renews_its_leases_less_often_and_waits_longer_for_a_late_one() -> None:
     assert node_heartbeat(257) == (10.0, None)
-    large = node_heartbeat(4097)
-    assert large.grace_seconds is not None
-    assert large.renew_seconds < large.grace_seconds / 3
+    for nodes in (1025, 4097):
+        large = node_heartbeat(nodes)
+        assert large.grace_seconds is not None
+        assert large.renew_seconds < large.grace_seconds / 3
+    # The longest Lease pass measured at 4,096 nodes took 140 s: a renewal late by that much is still in time.
+    huge = node_heartbeat(4097)
+    assert huge.grace_seconds is not None
+    assert huge.renew_seconds + 140 < huge.grace_seconds
