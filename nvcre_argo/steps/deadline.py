@@ -13,8 +13,9 @@ wave at worst), each group
 `measurementTimeout` waiting for its measurement (none where the verdict is the exit code), plus a
 per-iteration allowance for pod start-up and polling, and as much again for each checkpoint restart
 (`maxRestarts`), plus a fixed allowance for plan, record and cleanup.
-A diagnose category bounds its rounds by the isolation planner's round limit; any other category with
-groups of two or more nodes adds a wave per confirmation round (`plan.confirmation`).
+A diagnose category bounds its rounds by the isolation planner's round limit; any other category whose
+plan can need confirmation (a pinned group of two or more nodes, `plan.confirmation.confirmable`) adds a wave
+per confirmation round; under `placement: Unpinned` no round can run, so none is allowed for.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from collections.abc import Callable
 
 from nvcre_argo.kube.client import KubeClient
 from nvcre_argo.kube.resources import WORKFLOWS
-from nvcre_argo.plan.confirmation import MAX_CONFIRMATION_ROUNDS
+from nvcre_argo.plan.confirmation import MAX_CONFIRMATION_ROUNDS, confirmable
 from nvcre_argo.plan.isolation.model import DEFAULT_SETTINGS
 from nvcre_argo.plan.model import Plan
 from nvcre_argo.resolve.category import ResolvedCategory
@@ -52,9 +53,10 @@ def category_deadline_seconds(plan: Plan, category: ResolvedCategory) -> int:
     else:
         regular = sum(1 for group in plan.groups if not group.overflow)
         waves = _waves(regular, limit) + (1 if regular < len(plan.groups) else 0)
-        if any(len(group.nodes) > 1 for group in plan.groups):
-            # A confirmation round has at most one group per suspect, and per k - 1 healthy nodes for groups
-            # of k: never more than twice the regular groups.
+        if confirmable(plan.groups):
+            # The same rule that decides whether the `confirm` step runs at all. A confirmation round has at
+            # most one group per suspect, and per k - 1 healthy nodes for groups of k: never more than twice the
+            # regular groups.
             waves += MAX_CONFIRMATION_ROUNDS * _waves(2 * regular, limit)
     iteration = 2 * duration_seconds(category.timeout_per_job) + category.measurement_wait_seconds
     iteration += ITERATION_ALLOWANCE_S

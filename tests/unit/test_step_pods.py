@@ -219,6 +219,9 @@ def test_the_category_deadline_allows_a_wave_per_confirmation_round_for_groups_o
     # 6 groups in waves of 4 = 2 waves; each of the 3 confirmation rounds up to 12 groups, 3 waves.
     expected = WORKFLOW_ALLOWANCE_S + (2 + MAX_CONFIRMATION_ROUNDS * 3) * iteration
     assert category_deadline_seconds(pairs, category) == expected
+    # Unpinned groups are never confirmed (the scheduler picked their nodes), so no confirmation wave is added.
+    unpinned = Plan(None, (), (), tuple(NodeGroup(f"g{i}", (f"a{i}", f"b{i}"), pinned=False) for i in range(6)))
+    assert category_deadline_seconds(unpinned, category) == WORKFLOW_ALLOWANCE_S + 2 * iteration
 
 
 def test_the_category_deadline_allows_the_measurement_wait_only_where_something_is_measured() -> None:
