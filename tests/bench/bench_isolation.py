@@ -1,22 +1,27 @@
-"""Fault isolation, our planner against the reference's strategy, on the same seeded fault sets; figures
-printed, never asserted.
+"""Fault isolation, our planner against the reference's strategy, on the same seeded fault sets; figures printed,
+never asserted.
 
-Run as ``.venv/bin/python -m tests.bench.bench_isolation`` from the repository root. For every N in {16, 64,
-232, 1024, 4096} nodes (domains of 4-18 nodes) and d in {0, 1, 2, 4, 8} persistent faults (node, NVLink-only,
-slow, inter-domain link; plus ~1% transient nodes that fail one of their first three jobs), both planners run
-the loop planner -> simulated jobs -> results to a verdict (`tests/bench/isolation_sim.py`). Per (N, d): mean
-and max rounds, mean jobs, mean node-jobs (GPU cost: the sum of group sizes), how many seeds ended exact (the
-verdict names exactly the injected persistent faults) and how many blamed a healthy node. Goals (issue 14):
-every seed exact and nobody healthy blamed; rounds <= 0.75 x baseline at N=232, d <= 4, never more than the
-baseline; node-jobs <= baseline.
+Run as ``.venv/bin/python -m tests.bench.bench_isolation`` from the repository root (``--sizes 1024 --seeds
+1024=40`` for one size over more seeds). For every N in {16, 64, 232, 1024, 4096} nodes (domains of 4-18 nodes)
+and d in {0, 1, 2, 4, 8} persistent faults (node, NVLink-only, slow, inter-domain link; plus ~1% transient nodes
+that fail one of their first three jobs), both planners run the loop planner -> simulated jobs -> results to a
+verdict (`tests/bench/isolation_sim.py`). Per (N, d): mean and max rounds, mean jobs, mean node-jobs (GPU cost:
+the sum of group sizes), how many seeds ended exact (the verdict names exactly the injected persistent faults) and
+how many blamed a healthy node. Goals (issue 14): every seed exact and nobody healthy blamed; rounds <= 0.75 x
+baseline at N=232, d <= 4, never more than the baseline; node-jobs <= baseline. Faulty links between domains cost
+far more than node faults to find exactly (every other domain pair must be seen passing), so a last table splits
+each planner's node-jobs by the number of faulty links in the seed.
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from nvcre_argo.plan.isolation import plan_baseline_round, plan_isolation_round
 from tests.bench.isolation_sim import Planner, Run, blames_healthy, is_exact, make_scenario, run_planner
@@ -37,10 +42,15 @@ class Summary:
     exact: int
     blamed: int
     disjoint: bool
+    node_jobs_by_links: dict[int, list[int]] = field(default_factory=dict)
+    """Node-jobs of each seed, keyed by how many faulty links between domains the seed injected."""
 
 
-def summarize(runs: list[Run], exact: list[bool], blamed: list[bool]) -> Summary:
+def summarize(runs: list[Run], exact: list[bool], blamed: list[bool], links: list[int]) -> Summary:
     """Means and counts over the seeds."""
+    by_links: defaultdict[int, list[int]] = defaultdict(list)
+    for run, count in zip(runs, links, strict=True):
+        by_links[count].append(run.node_jobs)
     return Summary(
         mean_rounds=statistics.mean(r.rounds for r in runs),
         max_rounds=max(r.rounds for r in runs),
@@ -49,34 +59,69 @@ def summarize(runs: list[Run], exact: list[bool], blamed: list[bool]) -> Summary
         exact=sum(exact),
         blamed=sum(blamed),
         disjoint=all(r.max_rounds_disjoint for r in runs),
+        node_jobs_by_links=dict(by_links),
     )
 
 
 def measure(planner: Planner, n: int, d: int, seeds: int) -> tuple[Summary, list[int]]:
     """Run one planner on the seeds of (n, d); also return rounds per seed for the pairwise comparison."""
-    runs, exact, blamed = [], [], []
+    runs, exact, blamed, links = [], [], [], []
     for seed in range(seeds):
         scenario = make_scenario(n, d, seed)
         run = run_planner(planner, scenario)
         runs.append(run)
         exact.append(is_exact(run.verdict, scenario))
         blamed.append(blames_healthy(run.verdict, scenario))
-    return summarize(runs, exact, blamed), [r.rounds for r in runs]
+        links.append(len(scenario.link_faults))
+    return summarize(runs, exact, blamed, links), [r.rounds for r in runs]
 
 
-def main() -> int:
-    """Print the table; exit 0 (figures are read, not asserted)."""
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="comma-separated N (default: all)")
+    parser.add_argument("--seeds", action="append", default=[], metavar="N=COUNT", help="seeds for one N (repeatable)")
+    args = parser.parse_args(argv)
+    try:
+        args.sizes = [int(n) for n in args.sizes.split(",")]
+        args.seeds = dict(SEEDS, **{n: int(c) for n, c in (item.split("=", 1) for item in args.seeds)})
+        args.seeds = {int(n): int(c) for n, c in args.seeds.items()}
+    except ValueError:
+        parser.error("--sizes takes numbers, --seeds takes N=COUNT")
+    unknown = [n for n in args.sizes if n not in args.seeds]
+    if unknown:
+        parser.error(f"no seed count for N={unknown[0]}: add --seeds {unknown[0]}=COUNT")
+    return args
+
+
+def print_by_links(rows: list[tuple[int, int, Summary, Summary]]) -> None:
+    """Mean node-jobs of each planner over the seeds with 0, 1, 2 ... faulty links, where a cell has any."""
+    print("mean node-jobs, ours / baseline, by the number of faulty links between domains in the seed:")
+    for n, d, ours, base in rows:
+        if set(ours.node_jobs_by_links) == {0}:
+            continue
+        cells = [
+            f"{links} link(s), {len(jobs)} seed(s): {statistics.mean(jobs):.0f} / "
+            f"{statistics.mean(base.node_jobs_by_links[links]):.0f}"
+            for links, jobs in sorted(ours.node_jobs_by_links.items())
+        ]
+        print(f"  N={n:>5} d={d}: " + "; ".join(cells))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the tables; exit 0 (figures are read, not asserted)."""
+    args = parse_args(sys.argv[1:] if argv is None else argv)
     started = time.perf_counter()
-    print("seeds per N: " + ", ".join(f"N={n}: {s}" for n, s in SEEDS.items()))
+    print("seeds per N: " + ", ".join(f"N={n}: {args.seeds[n]}" for n in args.sizes))
     header = (
         f"{'N':>5} {'d':>2} {'seeds':>5} | {'planner':<8} {'rounds':>6} {'max':>4} {'jobs':>7} {'node-jobs':>9} "
         f"{'exact':>7} {'blamed':>6} {'disjoint':>8} | {'rounds/base':>11} {'seeds>base':>10}"
     )
     print(header)
     print("-" * len(header))
-    for n in SIZES:
+    rows: list[tuple[int, int, Summary, Summary]] = []
+    for n in args.sizes:
         for d in FAULTS:
-            seeds = SEEDS[n]
+            seeds = args.seeds[n]
             ours, ours_rounds = measure(plan_isolation_round, n, d, seeds)
             base, base_rounds = measure(plan_baseline_round, n, d, seeds)
             worse = sum(o > b for o, b in zip(ours_rounds, base_rounds, strict=True))
@@ -88,7 +133,9 @@ def main() -> int:
                     f"{s.node_jobs:>9.1f} {s.exact:>3}/{seeds:<3} {s.blamed:>6} {'yes' if s.disjoint else 'NO':>8} | "
                     f"{tail}"
                 )
+            rows.append((n, d, ours, base))
             sys.stdout.flush()
+    print_by_links(rows)
     print(f"wall time: {time.perf_counter() - started:.1f} s")
     return 0
 
