@@ -38,6 +38,9 @@ containers included), and the API requests of the namespace's service accounts (
 runs there, the watcher) over the certification Workflow's wall time, counted in the API server's audit log,
 which the benchmark's cluster writes for service accounts only. And the sizes of the objects a run leaves
 (issue 15, item 4): per kind (Workflow, ConfigMap, TrainJob as last seen), how many and the largest.
+And where the machine's CPU went from submission to the run's end (`tests/bench/cpu_use.py`): how busy its
+cores were (over the run and in its busiest minute) and each simulated-cluster component's share, which tells
+a wave held up by a controller from one held up by a machine with no core left.
 
 Measured on 2 shared cores, 16 GPU nodes, `--duration 60` (the five runs took 15 minutes after a 29 s cluster
 start): the category Workflow took 54-90 s more than its ideal (ratio 75-107 %), the certification Workflow
@@ -83,6 +86,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import signal
 import sys
 import threading
@@ -102,7 +106,7 @@ from nvcre_argo.kube.follow import Callbacks, Follower, Selection
 from nvcre_argo.kube.resources import PODS, TRAINJOBS
 from nvcre_argo.names import LABEL_GROUP, LABEL_ROLE, ROLE_CATEGORY
 from nvcre_argo.plan.grouping import OVERFLOW_SUFFIX
-from tests.bench import footprint, overhead
+from tests.bench import cpu_use, footprint, overhead
 from tests.harness.namespaces import namespace_for_test
 from tests.harness.versions import REPO_ROOT
 from tests.sim import scenario
@@ -219,6 +223,24 @@ class StepMemory(Periodic):
                 self.peaks_mib[process.command] = max(peak, self.peaks_mib.get(process.command, 0.0))
 
 
+class CpuSampler(Periodic):
+    """Snapshots of the machine's and each simulated-cluster component's CPU time every 5 s
+    (`tests/bench/cpu_use.py`): whether a slow wave waited for a controller or for the machine's cores."""
+
+    def __init__(self, sim: SimCluster) -> None:
+        super().__init__("cpu-use", 5.0)
+        self.groups = {**{name: component.pid for name, component in sim.components.items()}, **sim.plane.pids}
+        self.snapshots: list[cpu_use.Snapshot] = []
+
+    def sample(self) -> None:
+        self.snapshots.append(cpu_use.take_snapshot(self.groups, at=time.monotonic()))
+
+    def __exit__(self, *exc: object) -> None:
+        super().__exit__(*exc)
+        with contextlib.suppress(OSError):
+            self.sample()  # the run's end, whatever the interval left
+
+
 class Recorder:
     """Keeps the last state of every TrainJob, JobSet pod and Argo step pod of a namespace, each kind seen by a
     list + watch of its own (the product's `kube.follow.Follower`): the run step's cleanup deletes the first two
@@ -297,6 +319,7 @@ class RunRecord:
     api_requests_per_minute: float | None = None
     largest_objects: list[dict[str, Any]] = field(default_factory=list)  # `footprint.LargestObject`s
     step_memory_mib: dict[str, float] = field(default_factory=dict)  # per step command, its peak RSS
+    cpu: dict[str, Any] = field(default_factory=dict)  # `cpu_use.CpuUse` from submission to the run's end
     trainjobs_seen: int = 0
     seconds: float = 0.0
     error: str = ""
@@ -335,10 +358,12 @@ def _execute(sim: SimCluster, api: k8s.ApiClient, spec: RunSpec, namespace: str,
     document = certification(namespace, spec, record.duration)
     scenario.apply_certification(api, document)
     workflow = scenario.compile_workflow(sim.kubeconfig, document, options=spec.compile_options())
-    with Recorder(api, namespace) as recorder, StepMemory() as memory:
+    with Recorder(api, namespace) as recorder, StepMemory() as memory, CpuSampler(sim) as cpu:
         parent = scenario.submit(api, workflow)
         record.phase = scenario.wait_workflow_done(api, namespace, parent, timeout_s=run_timeout_s(size=record.size))
     record.step_memory_mib = dict(sorted(memory.peaks_mib.items()))
+    use = cpu_use.cpu_use(cpu.snapshots, cores=os.cpu_count() or 1)
+    record.cpu = asdict(use) if use is not None else {}
     parent_workflow = overhead.with_plain_nodes(scenario.get_workflow(api, namespace, parent))
     record.certification_wall = overhead.seconds_between(*_bounds(parent_workflow))
     children = scenario.workflows(api, namespace, f"{LABEL_ROLE}={ROLE_CATEGORY}")
@@ -566,8 +591,19 @@ def report(record: SizeRecord) -> list[str]:
         + f"; plan step {_num(run.breakdown['parts']['plan'])} s"
         for run in runs
     ]
+    lines += ["", "where the machine's CPU went from submission to the end (share of its cores' capacity):"]
+    lines += [_cpu_line(run) for run in runs if run.cpu]
     failed = [f"{run.name}: {run.error or run.phase}" for run in record.runs if run.error or run.phase != "Succeeded"]
     return [*lines, *(["", "runs that did not succeed:", *failed] if failed else [])]
+
+
+def _cpu_line(run: RunRecord) -> str:
+    shares = run.cpu["component_shares"]
+    return (
+        f"{run.name}: {run.cpu['cores']} cores {_ratio(run.cpu['busy_share'])} busy over {run.cpu['seconds']:.0f} s"
+        f" (busiest minute {_ratio(run.cpu['busiest_minute_share'])}): "
+        + ", ".join(f"{name} {_ratio(share)}" for name, share in shares.items() if share >= 0.005)
+    )
 
 
 def progress(message: str) -> None:
