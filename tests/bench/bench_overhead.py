@@ -598,11 +598,14 @@ def report(record: SizeRecord) -> list[str]:
 
 
 def _cpu_line(run: RunRecord) -> str:
-    shares = run.cpu["component_shares"]
+    def shares(of: Mapping[str, float]) -> str:
+        return ", ".join(f"{name} {_ratio(share)}" for name, share in of.items() if share >= 0.005)
+
+    use = run.cpu
     return (
-        f"{run.name}: {run.cpu['cores']} cores {_ratio(run.cpu['busy_share'])} busy over {run.cpu['seconds']:.0f} s"
-        f" (busiest minute {_ratio(run.cpu['busiest_minute_share'])}): "
-        + ", ".join(f"{name} {_ratio(share)}" for name, share in shares.items() if share >= 0.005)
+        f"{run.name}: {use['cores']} cores {_ratio(use['busy_share'])} busy over {use['seconds']:.0f} s"
+        f" ({shares(use['component_shares'])}); in the busiest minute, from {use['busiest_minute_starts_s']:.0f} s,"
+        f" {_ratio(use['busiest_minute_share'])} ({shares(use['busiest_minute_components'])})"
     )
 
 

@@ -43,9 +43,13 @@ class CpuUse:
     seconds: float
     cores: int
     busy_share: float
-    busiest_minute_share: float
     component_shares: Mapping[str, float]
     """Each component's share, and `REST`, largest first."""
+    busiest_minute_share: float
+    busiest_minute_starts_s: float
+    """When the busiest minute began, in seconds after the first snapshot."""
+    busiest_minute_components: Mapping[str, float]
+    """The same over the busiest minute (`busiest_minute_share` busy): who held the cores when they ran out."""
 
 
 def machine_times(proc_stat: str) -> tuple[float, float]:
@@ -93,32 +97,42 @@ def _stats(proc: Path) -> Iterable[str]:
 
 
 def cpu_use(snapshots: Sequence[Snapshot], *, cores: int, window_s: float = 60.0) -> CpuUse | None:
-    """CPU use from the first snapshot to the last (None with fewer than two), with the busiest `window_s`."""
-    if len(snapshots) < 2:
+    """CPU use from the first snapshot to the last (None with fewer than two), and over the busiest `window_s`."""
+    if len(snapshots) < 2 or snapshots[-1].total <= snapshots[0].total:
         return None
-    first, last = snapshots[0], snapshots[-1]
+    busy, shares = _shares(snapshots[0], snapshots[-1])
+    first, last = _busiest(snapshots, window_s)
+    busiest, busiest_shares = _shares(first, last)
+    return CpuUse(
+        seconds=snapshots[-1].at - snapshots[0].at,
+        cores=cores,
+        busy_share=busy,
+        component_shares=shares,
+        busiest_minute_share=busiest,
+        busiest_minute_starts_s=first.at - snapshots[0].at,
+        busiest_minute_components=busiest_shares,
+    )
+
+
+def _shares(first: Snapshot, last: Snapshot) -> tuple[float, dict[str, float]]:
+    """The machine's busy share between two snapshots, and each component's and the rest's, largest first."""
     capacity = last.total - first.total
     if capacity <= 0:
-        return None
+        return 0.0, {}
     shares = {
         name: max(0.0, last.components.get(name, 0.0) - first.components.get(name, 0.0)) / capacity
         for name in first.components
     }
     busy = (last.busy - first.busy) / capacity
     shares[REST] = max(0.0, busy - sum(shares.values()))
-    return CpuUse(
-        seconds=last.at - first.at,
-        cores=cores,
-        busy_share=busy,
-        busiest_minute_share=_busiest(snapshots, window_s),
-        component_shares=dict(sorted(shares.items(), key=lambda item: (-item[1], item[0]))),
-    )
+    return busy, dict(sorted(shares.items(), key=lambda item: (-item[1], item[0])))
 
 
-def _busiest(snapshots: Sequence[Snapshot], window_s: float) -> float:
-    """The machine's highest busy share over any span of snapshots at least `window_s` long (the whole run when
-    it is shorter)."""
-    best = 0.0
+def _busiest(snapshots: Sequence[Snapshot], window_s: float) -> tuple[Snapshot, Snapshot]:
+    """The two snapshots, at least `window_s` apart (the first and last when the run is shorter), between which
+    the machine was busiest."""
+    best = (snapshots[0], snapshots[-1])
+    best_share = -1.0
     end = 0
     for start, first in enumerate(snapshots[:-1]):
         end = max(end, start + 1)
@@ -127,6 +141,6 @@ def _busiest(snapshots: Sequence[Snapshot], window_s: float) -> float:
         last = snapshots[end]
         if last.at - first.at < window_s and start > 0:
             break  # only shorter spans are left
-        if last.total > first.total:
-            best = max(best, (last.busy - first.busy) / (last.total - first.total))
+        if last.total > first.total and (last.busy - first.busy) / (last.total - first.total) > best_share:
+            best, best_share = (first, last), (last.busy - first.busy) / (last.total - first.total)
     return best

@@ -67,15 +67,22 @@ def test_shares_are_of_the_cores_capacity_and_the_rest_is_what_no_component_used
 
 def test_the_busiest_minute_is_found_among_quieter_ones() -> None:
     # 10 s snapshots of a 2-core machine (20 s of capacity each): idle for a minute, then fully busy for one.
+    # The API server holds three quarters of the cores in that minute, and a tenth of them over the whole run.
     busy_per_step = [0.0] * 6 + [20.0] * 6 + [0.0] * 6
-    snapshots, busy = [], 0.0
+    snapshots, busy, apiserver = [], 0.0, 0.0
     for step, used in enumerate([0.0, *busy_per_step]):
         busy += used
-        snapshots.append(Snapshot(at=10.0 * step, busy=busy, total=20.0 * step))
+        apiserver += 0.75 * used
+        snapshots.append(
+            Snapshot(at=10.0 * step, busy=busy, total=20.0 * step, components={"kube-apiserver": apiserver})
+        )
     use = cpu_use(snapshots, cores=2)
     assert use is not None
     assert use.busy_share == pytest.approx(1 / 3)
+    assert use.component_shares["kube-apiserver"] == pytest.approx(0.25)
     assert use.busiest_minute_share == pytest.approx(1.0)
+    assert use.busiest_minute_starts_s == 60.0
+    assert use.busiest_minute_components == {"kube-apiserver": pytest.approx(0.75), REST: pytest.approx(0.25)}
 
 
 def test_a_run_shorter_than_a_minute_has_its_own_share_as_the_busiest() -> None:
@@ -83,6 +90,7 @@ def test_a_run_shorter_than_a_minute_has_its_own_share_as_the_busiest() -> None:
     use = cpu_use(snapshots, cores=2)
     assert use is not None
     assert use.busiest_minute_share == pytest.approx(0.25)
+    assert use.busiest_minute_components == use.component_shares
     assert cpu_use(snapshots[:1], cores=2) is None
 
 
