@@ -81,12 +81,15 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="comma-separated N (default: all)")
     parser.add_argument("--seeds", action="append", default=[], metavar="N=COUNT", help="seeds for one N (repeatable)")
     args = parser.parse_args(argv)
+    seeds = dict(SEEDS)
     try:
         args.sizes = [int(n) for n in args.sizes.split(",")]
-        args.seeds = dict(SEEDS, **{n: int(c) for n, c in (item.split("=", 1) for item in args.seeds)})
-        args.seeds = {int(n): int(c) for n, c in args.seeds.items()}
+        for item in args.seeds:
+            n, count = item.split("=", 1)
+            seeds[int(n)] = int(count)
     except ValueError:
         parser.error("--sizes takes numbers, --seeds takes N=COUNT")
+    args.seeds = seeds
     unknown = [n for n in args.sizes if n not in args.seeds]
     if unknown:
         parser.error(f"no seed count for N={unknown[0]}: add --seeds {unknown[0]}=COUNT")

@@ -94,9 +94,8 @@ def test_a_run_shorter_than_a_minute_has_its_own_share_as_the_busiest() -> None:
     assert cpu_use(snapshots[:1], cores=2) is None
 
 
-def test_a_snapshot_of_this_machine_counts_this_process_group() -> None:
-    spin = sum(i * i for i in range(200_000))  # some CPU time of our own
-    assert spin > 0
+def test_a_snapshot_of_this_machine_reads_the_real_proc_and_counts_this_process_group() -> None:
+    # Pytest has used CPU by now, so its own process group has time to find.
     snapshot = take_snapshot({"this test": os.getpgrp()}, at=1.0)
     assert snapshot.total > snapshot.busy > 0
     assert snapshot.components["this test"] > 0
