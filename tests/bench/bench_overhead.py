@@ -89,7 +89,6 @@ import json
 import os
 import signal
 import sys
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -101,17 +100,14 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from nvcre_argo.kube.client import KubeClient
-from nvcre_argo.kube.follow import Callbacks, Follower, Selection
 from nvcre_argo.kube.resources import PODS, TRAINJOBS
 from nvcre_argo.names import LABEL_GROUP, LABEL_ROLE, ROLE_CATEGORY
 from nvcre_argo.plan.grouping import OVERFLOW_SUFFIX
-from tests.bench import cpu_use, footprint, overhead
+from tests.bench import cpu_use, footprint, overhead, probes
 from tests.harness.namespaces import namespace_for_test
 from tests.harness.versions import REPO_ROOT
 from tests.sim import scenario
 from tests.sim.cluster import SimCluster, gpu_nodes
-from tests.sim.processes import step_processes
 
 PER_CLIQUE: Final = 8
 DEFAULT_SIZES: Final = (16,)
@@ -120,7 +116,6 @@ JOBSET_LABEL: Final = "jobset.sigs.k8s.io/jobset-name"
 ARGO_WORKFLOW_LABEL: Final = "workflows.argoproj.io/workflow"  # on every Argo step pod
 LOCK_STEP: Final = "the machine's simulated-cluster lock"  # SimCluster.timings' name for the wait
 NAMESPACE_GONE_TIMEOUT_S: Final = 300.0
-OBJECT_LIMIT_BYTES: Final = 1024 * 1024  # the issue's bound for any one object; etcd's own limit is 1.5 MiB
 
 
 @dataclass(frozen=True)
@@ -172,115 +167,25 @@ def fault_plan(duration: float) -> str:
 # ------------------------------------------------------------------------------------------- measuring
 
 
-class Periodic:
-    """Calls `sample` every `interval` seconds on a thread of its own while the `with` block runs; a sample that
-    fails with an API or OS error is counted in `errors` and the next one tried."""
-
-    def __init__(self, name: str, interval: float) -> None:
-        self.errors = 0
-        self._interval = interval
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=30)
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.sample()
-            except (ApiException, OSError):
-                self.errors += 1
-            self._stop.wait(self._interval)
-
-    def sample(self) -> None:
-        raise NotImplementedError
-
-
-class StepMemory(Periodic):
-    """The peak resident memory of each step command's processes (`tests/sim/processes.py`), sampled from
-    `/proc` every second: the simulator runs step containers as local processes, and one certification runs at
-    a time, so a command's processes are this run's."""
-
-    def __init__(self) -> None:
-        super().__init__("step-memory", 1.0)
-        self.peaks_mib: dict[str, float] = {}
-
-    def sample(self) -> None:
-        for process in step_processes():
-            if process.container_first:  # Argo's executor, not the step
-                continue
-            try:
-                peak = footprint.high_water_mib(Path(f"/proc/{process.pid}/status").read_text(encoding="utf-8"))
-            except OSError:  # the process ended since it was found
-                continue
-            if peak is not None:
-                self.peaks_mib[process.command] = max(peak, self.peaks_mib.get(process.command, 0.0))
-
-
-class CpuSampler(Periodic):
-    """Snapshots of the machine's and each simulated-cluster component's CPU time every 5 s
-    (`tests/bench/cpu_use.py`): whether a slow wave waited for a controller or for the machine's cores."""
-
-    def __init__(self, sim: SimCluster) -> None:
-        super().__init__("cpu-use", 5.0)
-        self.groups = {**{name: component.pid for name, component in sim.components.items()}, **sim.plane.pids}
-        self.snapshots: list[cpu_use.Snapshot] = []
-
-    def sample(self) -> None:
-        self.snapshots.append(cpu_use.take_snapshot(self.groups, at=time.monotonic()))
-
-    def __exit__(self, *exc: object) -> None:
-        super().__exit__(*exc)
-        with contextlib.suppress(OSError):
-            self.sample()  # the run's end, whatever the interval left
-
-
 class Recorder:
     """Keeps the last state of every TrainJob, JobSet pod and Argo step pod of a namespace, each kind seen by a
-    list + watch of its own (the product's `kube.follow.Follower`): the run step's cleanup deletes the first two
-    before the run can be read back, pod GC the step pods. A deleted object keeps its last state, the one its
-    DELETED event carried. (Listing them every 2 s instead, as this did, cost more than the run itself at
-    4,096 nodes: 536 TrainJobs were already 1.5 MB and took 1.9 s to list.)"""
+    list + watch of its own (`probes.LastSeen`): the run step's cleanup deletes the first two before the run can
+    be read back, pod GC the step pods. (Listing them every 2 s instead, as this did, cost more than the run
+    itself at 4,096 nodes: 536 TrainJobs were already 1.5 MB and took 1.9 s to list.)"""
 
     def __init__(self, api: k8s.ApiClient, namespace: str) -> None:
-        self.trainjobs: dict[str, dict[str, Any]] = {}
-        self.pods: dict[str, dict[str, Any]] = {}
-        self.step_pods: dict[str, dict[str, Any]] = {}
-        self._lock = threading.Lock()
+        self.trainjobs = probes.LastSeen(api, TRAINJOBS, namespace, what="TrainJobs")
+        self.pods = probes.LastSeen(api, PODS, namespace, label_selector=JOBSET_LABEL, what="workload pods")
+        self.step_pods = probes.LastSeen(api, PODS, namespace, label_selector=ARGO_WORKFLOW_LABEL, what="step pods")
         self._stack = contextlib.ExitStack()
-        kube = KubeClient(api)
-        self._followers = [
-            Follower(kube, TRAINJOBS, namespace, Selection(), self._keeping(self.trainjobs), what="TrainJobs"),
-            Follower(kube, PODS, namespace, Selection(label_selector=JOBSET_LABEL), self._keeping(self.pods),
-                     what="workload pods"),
-            Follower(kube, PODS, namespace, Selection(label_selector=ARGO_WORKFLOW_LABEL),
-                     self._keeping(self.step_pods), what="step pods"),
-        ]  # fmt: skip
 
     def __enter__(self) -> Self:
-        for follower in self._followers:
-            self._stack.enter_context(follower)
+        for kept in (self.trainjobs, self.pods, self.step_pods):
+            self._stack.enter_context(kept)
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
-
-    def _keeping(self, kept: dict[str, dict[str, Any]]) -> Callbacks:
-        def note(obj: Mapping[str, Any]) -> None:
-            with self._lock:
-                kept[str(obj["metadata"]["name"])] = dict(obj)
-
-        def on_list(objects: list[Mapping[str, Any]]) -> None:
-            for obj in objects:
-                note(obj)
-
-        return Callbacks(keep=lambda obj: True, on_list=on_list, on_event=lambda kind, obj: note(obj))
 
     def workloads(self) -> dict[str, overhead.WorkloadTimes]:
         """Per group, its TrainJob's times (the pods are the TrainJob's JobSet's, named after it)."""
@@ -289,7 +194,7 @@ class Recorder:
             pods_of[pod["metadata"]["labels"].get(JOBSET_LABEL, "")].append(pod)
         return {
             overhead.group_of(trainjob): overhead.workload_times(trainjob, pods_of[name])
-            for name, trainjob in self.trainjobs.items()
+            for name, trainjob in self.trainjobs.objects.items()
         }
 
     def mains(self) -> dict[str, overhead.MainTimes]:
@@ -358,7 +263,7 @@ def _execute(sim: SimCluster, api: k8s.ApiClient, spec: RunSpec, namespace: str,
     document = certification(namespace, spec, record.duration)
     scenario.apply_certification(api, document)
     workflow = scenario.compile_workflow(sim.kubeconfig, document, options=spec.compile_options())
-    with Recorder(api, namespace) as recorder, StepMemory() as memory, CpuSampler(sim) as cpu:
+    with Recorder(api, namespace) as recorder, probes.StepMemory() as memory, probes.CpuSampler(sim) as cpu:
         parent = scenario.submit(api, workflow)
         record.phase = scenario.wait_workflow_done(api, namespace, parent, timeout_s=run_timeout_s(size=record.size))
     record.step_memory_mib = dict(sorted(memory.peaks_mib.items()))
@@ -389,24 +294,8 @@ def _execute(sim: SimCluster, api: k8s.ApiClient, spec: RunSpec, namespace: str,
     node_times = overhead.group_node_times(status)
     record.group_nodes = asdict(node_times) if node_times is not None else {}
     _measure_footprint(sim, record, parent=parent_workflow, child=child, recorder=recorder)
-    record.largest_objects = [asdict(item) for item in _largest_objects(api, namespace, recorder)]
-
-
-def _largest_objects(api: k8s.ApiClient, namespace: str, recorder: Recorder) -> list[footprint.LargestObject]:
-    """The run's Workflows and ConfigMaps as they are at its end, and its TrainJobs as last seen (the
-    runner deletes them), largest first per kind."""
-    core = k8s.CoreV1Api(api)
-    config_maps = [
-        api.sanitize_for_serialization(item)  # type: ignore[no-untyped-call]
-        for item in core.list_namespaced_config_map(namespace).items
-    ]
-    return footprint.largest_objects(
-        [
-            *(("Workflow", item) for item in scenario.workflows(api, namespace)),
-            *(("ConfigMap", item) for item in config_maps),
-            *(("TrainJob", item) for item in recorder.trainjobs.values()),
-        ]
-    )
+    largest = probes.largest_objects(api, namespace, recorder.trainjobs.values())
+    record.largest_objects = [asdict(item) for item in largest]
 
 
 def _measure_footprint(
@@ -499,12 +388,6 @@ def _ratio(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.0f}%"
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(str(row[index])) for row in [header, *rows]) for index in range(len(header))]
-    line = "  ".join(f"{{:<{width}}}" if index == 0 else f"{{:>{width}}}" for index, width in enumerate(widths))
-    return [line.format(*header), *(line.format(*row) for row in rows)]
-
-
 def report(record: SizeRecord) -> list[str]:
     """The three tables of one size: totals, the category Workflow's breakdown, the run pods' phases."""
     runs = [run for run in record.runs if run.breakdown]
@@ -532,10 +415,10 @@ def report(record: SizeRecord) -> list[str]:
         for run in runs
     ]
     header = ["run", "groups", "maxConc", "waves", "ideal s", "wall s", "cert wall s", "overhead s", "ratio"]
-    lines = [title, *_table([*header, "cert overhead s", "cert ratio"], totals), ""]
+    lines = [title, *footprint.table([*header, "cert overhead s", "cert ratio"], totals), ""]
     lines.append("category Workflow overhead by part (s; the parts add up to the overhead):")
     parts = [[run.name, *(_num(run.breakdown["parts"][name]) for name in overhead.PARTS)] for run in runs]
-    lines += [*_table(["run", *(name.replace("_", "-") for name in overhead.PARTS)], parts), ""]
+    lines += [*footprint.table(["run", *(name.replace("_", "-") for name in overhead.PARTS)], parts), ""]
     lines.append(
         "a run-group pod's time (s, mean / max over the groups whose TrainJob was seen whole), and its excess"
         " over the workload duration (a shared runner's group has no pod: from its node's creation to its TrainJob"
@@ -553,7 +436,8 @@ def report(record: SizeRecord) -> list[str]:
         ]
         for run in runs
     ]
-    lines += _table(["run", "seen", *(name.replace("_", "-") for name in overhead.PHASES), "pod excess"], phases)
+    header = ["run", "seen", *(name.replace("_", "-") for name in overhead.PHASES), "pod excess"]
+    lines += footprint.table(header, phases)
     lines += [_group_node_line(run) for run in runs if run.group_nodes]
     lines += [
         "",
@@ -574,20 +458,12 @@ def report(record: SizeRecord) -> list[str]:
         for run in runs
     ]
     header = ["run", "step pods", "peak at once", "peak CPU", "peak MiB", "API requests", "per min", "by account"]
-    lines += _table(header, cost)
-    lines += ["", "largest object of each kind (compact JSON; etcd refuses values over 1.5 MiB):"]
-    sizes = [
-        [run.name, item["kind"], str(item["count"]), f"{item['size_bytes']:,}", item["name"]]
-        for run in runs
-        for item in run.largest_objects
-    ]
-    lines += _table(["run", "kind", "objects", "largest B", "its name"], sizes)
-    over = [row for row in sizes if int(row[3].replace(",", "")) > OBJECT_LIMIT_BYTES]
-    lines.append(f"objects over 1 MiB: {len(over)}" + "".join(f"; {row[0]} {row[1]} {row[4]}" for row in over))
+    lines += footprint.table(header, cost)
+    lines += ["", *footprint.object_size_lines([(run.name, run.largest_objects) for run in runs])]
     lines += ["", "step processes' peak resident memory (MiB, sampled every second) and the plan step's time:"]
     lines += [
         f"{run.name}: "
-        + ", ".join(f"{command} {mib:.0f}" for command, mib in run.step_memory_mib.items())
+        + footprint.step_memory_text(run.step_memory_mib)
         + f"; plan step {_num(run.breakdown['parts']['plan'])} s"
         for run in runs
     ]

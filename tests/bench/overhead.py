@@ -148,6 +148,17 @@ def pod_spans(status: Mapping[str, Any]) -> list[Span]:
     return sorted(found, key=lambda span: (span.started, span.finished))
 
 
+def longest_pods(status: Mapping[str, Any], templates: Iterable[str]) -> dict[str, float]:
+    """Per template of `templates` that ran a pod in this Workflow status, its longest pod's seconds (e.g. how
+    long planning took: `plan`, or a diagnose loop's slowest `plan-round`)."""
+    wanted = set(templates)
+    found: dict[str, float] = {}
+    for span in pod_spans(status):
+        if span.template in wanted:
+            found[span.template] = max(span.seconds, found.get(span.template, 0.0))
+    return found
+
+
 def with_plain_nodes(workflow: Mapping[str, Any]) -> dict[str, Any]:
     """The Workflow with its node map in `status.nodes`, also when Argo compressed it into
     `status.compressedNodes` (a category of about a thousand groups): every reader here reads `status.nodes`."""

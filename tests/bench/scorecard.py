@@ -130,7 +130,16 @@ from tests.bench.scorecard_run import (
     wait_nodes_clean,
 )
 from tests.bench.scorecard_scoring import CATEGORY_ORDER, CrashGroup, NodeVerdict, kinds_seen_in
-from tests.bench.scorecard_tables import RunLine, category_table, crash_table, duration, kind_table, runs_table
+from tests.bench.scorecard_tables import (
+    CostLine,
+    RunLine,
+    category_table,
+    cost_lines,
+    crash_table,
+    duration,
+    kind_table,
+    runs_table,
+)
 from tests.harness.versions import REPO_ROOT
 from tests.sim import scenario
 from tests.sim.cluster import SimCluster, gpu_nodes
@@ -256,8 +265,9 @@ def run_lines(runs: Sequence[RunRecord]) -> list[RunLine]:
     ]
 
 
-def report(title: str, runs: Sequence[RunRecord], domains: Sequence[str]) -> list[str]:
-    """The tables of a set of runs (one size, or all of them) over the categories they ran."""
+def report(title: str, runs: Sequence[RunRecord], domains: Sequence[str], *, costs: bool = True) -> list[str]:
+    """The tables of a set of runs (one size, or all of them) over the categories they ran; `costs`: with each
+    run's object sizes, step memory and planning time (one size's runs, whose names are unique)."""
     verdicts = [verdict for run in runs for verdict in run.verdicts]
     lines = [title, *runs_table(run_lines(runs)), ""]
     lines += [*kind_table(verdicts, injected_counts(runs)), ""]
@@ -269,7 +279,13 @@ def report(title: str, runs: Sequence[RunRecord], domains: Sequence[str]) -> lis
     late = [name for run in runs for name in run.marks_dropped_late]
     if late:
         lines.append(f"workloads that started before the node marks left the fault plan: {', '.join(late)}")
-    return lines
+    measured = [cost_line(run) for run in runs if costs and run.largest_objects]
+    return [*lines, *(["", *cost_lines(measured)] if measured else [])]
+
+
+def cost_line(run: RunRecord) -> CostLine:
+    plans = [(str(category["domain"]), category.get("planSeconds") or {}) for category in run.categories]
+    return CostLine(run.name, run.largest_objects, run.step_memory_mib, plans)
 
 
 def size_title(record: SizeRecord) -> str:
@@ -344,7 +360,7 @@ def print_reports(records: Sequence[SizeRecord], domains: Sequence[str]) -> None
     if len(records) > 1:
         every = [run for record in records for run in record.runs]
         title = f"== every size ({', '.join(str(record.size) for record in records)} nodes) =="
-        print("\n".join(["", *report(title, every, domains)]))
+        print("\n".join(["", *report(title, every, domains, costs=False)]))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -25,6 +25,8 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from nvcre_argo.catalog.loader import builtin_entries_dir
+from nvcre_argo.contract import TEMPLATE_PLAN, TEMPLATE_PLAN_ROUND
+from nvcre_argo.kube.resources import TRAINJOBS
 from nvcre_argo.names import LABEL_RECORD, LABEL_WORKFLOW
 from nvcre_argo.results import (
     FAILED_NODES_KEY,
@@ -34,6 +36,7 @@ from nvcre_argo.results import (
     decode_succeeded_nodes,
     read_group_result,
 )
+from tests.bench import overhead, probes
 from tests.bench.scorecard_faults import HEALTH_CONDITION, HEALTH_TAINT, RunSpec
 from tests.bench.scorecard_scoring import (
     CATEGORY_ORDER,
@@ -158,6 +161,8 @@ class RunRecord:
     leftover_trainjobs: list[str] = field(default_factory=list)
     marks_dropped_late: list[str] = field(default_factory=list)
     workflow_tree: str = ""
+    largest_objects: list[dict[str, Any]] = field(default_factory=list)  # `footprint.LargestObject`s
+    step_memory_mib: dict[str, float] = field(default_factory=dict)  # per step command, its peak RSS
 
 
 def run_scenario(
@@ -196,10 +201,18 @@ def _execute(
     scenario.apply_certification(api, document)
     with tempfile.TemporaryDirectory(prefix="scorecard-catalog-") as directory:
         workflow = scenario.compile_workflow(sim.kubeconfig, document, [write_health_catalog(Path(directory))])
-    parent = scenario.submit(api, workflow)
-    if spec.has_marks:
-        record.marks_dropped_late = drop_marks_after_first_category(api, namespace, parent, spec, timeout_s=timeout_s)
-    scenario.wait_workflow_done(api, namespace, parent, timeout_s=timeout_s)
+    with (
+        probes.LastSeen(api, TRAINJOBS, namespace, what="TrainJobs") as trainjobs,
+        probes.StepMemory() as memory,
+    ):
+        parent = scenario.submit(api, workflow)
+        if spec.has_marks:
+            record.marks_dropped_late = drop_marks_after_first_category(
+                api, namespace, parent, spec, timeout_s=timeout_s
+            )
+        scenario.wait_workflow_done(api, namespace, parent, timeout_s=timeout_s)
+    record.step_memory_mib = dict(sorted(memory.peaks_mib.items()))
+    record.largest_objects = [asdict(item) for item in probes.largest_objects(api, namespace, trainjobs.values())]
     found = scenario.wait_certification_result(api, namespace, CERTIFICATION, timeout_s=RESULT_TIMEOUT_S)
     status = found["status"]
     record.result = str(status.get("result", ""))
@@ -207,7 +220,13 @@ def _execute(
     for category in status.get("categoryStatuses") or []:
         observed = read_category(api, namespace, category)
         workflow = scenario.get_workflow(api, namespace, (category.get("workflowRef") or {}).get("name", ""))
-        record.categories.append({**_category_json(observed, category), "seconds": workflow_seconds(workflow)})
+        record.categories.append(
+            {
+                **_category_json(observed, category),
+                "seconds": workflow_seconds(workflow),
+                "planSeconds": plan_seconds(workflow),
+            }
+        )
         record.verdicts += score_category(kind_of, observed)
         record.crash_groups += crash_groups(spec, observed)
     record.leftover_trainjobs = scenario.unfinished_trainjobs(api, namespace)
@@ -276,6 +295,15 @@ def workflow_seconds(workflow: Mapping[str, Any] | None) -> float | None:
         return None
     started, finished = (datetime.fromisoformat(status[key]) for key in ("startedAt", "finishedAt"))
     return (finished - started).total_seconds()
+
+
+def plan_seconds(workflow: Mapping[str, Any] | None) -> dict[str, float]:
+    """How long a category's planning took: its `plan` step and its slowest `plan-round` (a diagnose loop's,
+    or confirmation's), in seconds."""
+    if not workflow:
+        return {}
+    status = overhead.with_plain_nodes(workflow)["status"]
+    return overhead.longest_pods(status, (TEMPLATE_PLAN, TEMPLATE_PLAN_ROUND))
 
 
 def _binary(configmap: k8s.V1ConfigMap, key: str) -> bytes:

@@ -6,9 +6,10 @@ formatting a table from plain values is easier to read (and to change) away from
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from tests.bench.footprint import object_size_lines, step_memory_text
 from tests.bench.scorecard_faults import KIND_NAMES
 from tests.bench.scorecard_scoring import CATEGORY_ORDER, NO_CAUSE, CrashGroup, NodeVerdict, Tally, tally
 
@@ -27,6 +28,17 @@ class RunLine:
     seconds: float
     error: str = ""
     category_seconds: tuple[float | None, ...] = ()
+
+
+@dataclass(frozen=True)
+class CostLine:
+    """One run's orchestration cost, as the cost lines print it: the largest object of each kind (`LargestObject`s
+    as dicts), each step command's peak resident memory, and each category's planning steps' longest time."""
+
+    name: str
+    largest_objects: Sequence[Mapping[str, object]]
+    step_memory_mib: Mapping[str, float]
+    plan_seconds: Sequence[tuple[str, Mapping[str, float]]]  # (category, {template: seconds})
 
 
 def percent(value: float | None) -> str:
@@ -127,4 +139,19 @@ def runs_table(runs: Sequence[RunLine]) -> list[str]:
         each = " + ".join("?" if seconds is None else duration(seconds) for seconds in run.category_seconds)
         lines.append(f"  {run.name:<9} {duration(run.seconds):>7}  {verdict}; categories {each or '-'}")
         lines.append(f"  {'':<9} {'':>7}  injected: {kinds}")
+    return lines
+
+
+def cost_lines(runs: Sequence[CostLine]) -> list[str]:
+    """What the runs left and cost: object sizes (none may pass 1 MiB), the step processes' peak memory, and
+    how long planning took in each category."""
+    lines = object_size_lines([(run.name, run.largest_objects) for run in runs])
+    lines.append("step processes' peak resident memory (MiB, sampled every second), and planning's longest step:")
+    for run in runs:
+        planning = "; ".join(
+            f"{domain} " + ", ".join(f"{template} {seconds:.0f} s" for template, seconds in steps.items())
+            for domain, steps in run.plan_seconds
+            if steps
+        )
+        lines.append(f"  {run.name}: {step_memory_text(run.step_memory_mib)}; planning: {planning or '-'}")
     return lines

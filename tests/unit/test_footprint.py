@@ -105,3 +105,17 @@ def test_the_high_water_mark_is_read_in_mib() -> None:
     status = "Name:\tpython\nVmPeak:\t  900000 kB\nVmHWM:\t  153600 kB\nVmRSS:\t  100000 kB\n"
     assert footprint.high_water_mib(status) == 150.0
     assert footprint.high_water_mib("Name:\tkthreadd\n") is None
+
+
+def test_object_sizes_print_per_run_and_kind_and_name_every_object_over_one_mib() -> None:
+    small = {"kind": "ConfigMap", "count": 3, "name": "cm", "size_bytes": 19_016}
+    huge = {"kind": "Workflow", "count": 2, "name": "wf-0", "size_bytes": footprint.OBJECT_LIMIT_BYTES + 1}
+    lines = footprint.object_size_lines([("faults-1", [small]), ("no-fault", [small, huge])])
+    assert lines[2].split() == ["faults-1", "ConfigMap", "3", "19,016", "cm"]
+    assert lines[-1] == "objects over 1 MiB: 1; no-fault Workflow wf-0"
+    assert footprint.object_size_lines([("r", [small])])[-1] == "objects over 1 MiB: 0"
+
+
+def test_step_memory_prints_each_command_in_whole_mib() -> None:
+    assert footprint.step_memory_text({"run-groups": 236.4, "plan": 93.6}) == "run-groups 236, plan 94"
+    assert footprint.step_memory_text({}) == "none sampled"

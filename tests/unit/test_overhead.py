@@ -317,3 +317,15 @@ def test_a_workflow_whose_nodes_argo_compressed_is_read_like_one_whose_nodes_are
     assert overhead.group_node_count(plain["status"]) == 1
     already = {"status": {"nodes": {"wf-1": node}}}
     assert overhead.with_plain_nodes(already) == already
+
+
+def test_planning_time_is_each_planning_templates_longest_pod() -> None:
+    status = workflow_status(
+        200,
+        pod_node("wf[0].plan", "plan", 2, 9),
+        pod_node("wf[1].rounds[0].plan-round", "plan-round", 10, 14),
+        pod_node("wf[1].rounds[1].plan-round", "plan-round", 60, 71),
+        pod_node("wf[2].record", "record", 180, 190),
+    )
+    assert overhead.longest_pods(status, ("plan", "plan-round")) == {"plan": 7.0, "plan-round": 11.0}
+    assert overhead.longest_pods(status, ("cleanup",)) == {}

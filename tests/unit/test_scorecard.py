@@ -43,7 +43,7 @@ from tests.bench.scorecard_scoring import (
     score_category,
     tally,
 )
-from tests.bench.scorecard_tables import category_cell
+from tests.bench.scorecard_tables import CostLine, category_cell, cost_lines
 from tests.sim.faults import load_fault_plan
 
 WF, TV, HW = WORKLOAD_FAILED, THRESHOLD_VIOLATION, HARDWARE_FAILURE_DETECTED
@@ -353,3 +353,31 @@ def test_the_communication_category_is_diagnosed_by_default_and_pairs_on_request
     }
     assert (by_scale["diagnose"].get("testScale"), by_scale["diagnose"].get("nodesPerJob")) == ("diagnose", None)
     assert (by_scale["pairs"].get("testScale"), by_scale["pairs"].get("nodesPerJob")) == (None, 2)
+
+
+def test_a_runs_costs_print_its_objects_step_memory_and_each_categorys_planning() -> None:
+    run = CostLine(
+        "no-fault",
+        [{"kind": "Workflow", "count": 4, "name": "cert-1", "size_bytes": 296_895}],
+        {"run-groups": 351.2},
+        [("communication", {"plan": 4.0, "plan-round": 12.0}), ("diagnostics", {"plan": 8.0}), ("training", {})],
+    )
+    lines = cost_lines([run])
+    assert lines[-1] == (
+        "  no-fault: run-groups 351; planning: communication plan 4 s, plan-round 12 s; diagnostics plan 8 s"
+    )
+    assert "objects over 1 MiB: 0" in lines
+
+
+def test_the_scorecard_prints_costs_only_for_runs_that_measured_them() -> None:
+    measured = scorecard_run.RunRecord(
+        "no-fault",
+        categories=[{"domain": "diagnostics", "planSeconds": {"plan": 3.0}}],
+        largest_objects=[{"kind": "ConfigMap", "count": 1, "name": "cm", "size_bytes": 10}],
+        step_memory_mib={"plan": 90.0},
+    )
+    old = scorecard_run.RunRecord("faults-1")  # a JSON file written before the costs were measured
+    lines = scorecard.report("== t ==", [old, measured], ["diagnostics"])
+    assert "  no-fault: plan 90; planning: diagnostics plan 3 s" in lines
+    assert not any(line.startswith("  faults-1:") for line in lines)
+    assert not any("planning" in line for line in scorecard.report("== t ==", [measured], ["diagnostics"], costs=False))
