@@ -41,7 +41,7 @@ class RoundGroupRecord(TypedDict):
     name: str
     stage: str
     nodes: int
-    outcome: str  # passed | failed | below-threshold
+    outcome: str  # passed | failed | below-threshold | not-run
 
 
 class RoundRecord(TypedDict):

@@ -3,8 +3,9 @@ labelled `nvcre.nvidia.com/record=group-result` (one per group, rewritten after 
 
 The payload is gzip (deterministic, `codec.gzip_bytes`) of compact JSON `{"group", "nodes", "attempt",
 "iterations": [{"iteration", "trainjob", "succeeded", "message", "failed_nodes": [{"name", "reason"[,
-"message"]}], "measurements": {key: number}, "restarts": [...]}]}` (`restarts`, the checkpoint restarts of the
-iteration, is absent in results written before it existed).
+"message"]}], "measurements": {key: number}, "restarts": [...], "never_ran": bool}]}` (`restarts`, the
+checkpoint restarts of the iteration, and `never_ran`, whether the controllers never created its pods, are
+absent in results written before they existed).
 
 Why a failed node's `message` is left out when it is its iteration's `message` (the usual case: a whole-group
 failure, or a log tail shared by every rank that failed first), and read back as that message: a group that
@@ -60,6 +61,7 @@ class IterationRecord(TypedDict):
     failed_nodes: list[FailedNodeRecord]
     measurements: dict[str, float]
     restarts: list[RestartRecord]  # empty unless a checkpointing workload was restarted
+    never_ran: bool  # the controllers created none of its pods in time: no evidence about the nodes
 
 
 class GroupResultRecord(TypedDict):
@@ -159,6 +161,7 @@ def _read_iteration(item: Any, where: str) -> IterationRecord:
             _read_restart(restart, f"{where}.restarts[{i}]")
             for i, restart in enumerate(expect_type(item.get("restarts", []), list, f"{where}.restarts"))
         ],
+        "never_ran": expect_type(item.get("never_ran", False), bool, f"{where}.never_ran"),
     }
 
 

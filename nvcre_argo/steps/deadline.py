@@ -9,7 +9,8 @@ still deletes the TrainJobs). A deadline already on the Workflow (compiled with 
 
 Bound: groups run in waves of `maxConcurrent`, an overflow group in its host's step after the host (one more
 wave at worst), each group
-`repeatCount` iterations, each iteration at most `timeoutPerJob` blocked plus `timeoutPerJob` running plus
+`repeatCount` iterations, each iteration at most `timeoutPerJob` running plus one bounded wait (`timeoutPerJob`
+blocked in scheduling, or at least `workload.CONTROLLER_WAIT_FLOOR_S` waiting on the controllers) plus
 `measurementTimeout` waiting for its measurement (none where the verdict is the exit code), plus a
 per-iteration allowance for pod start-up and polling, and as much again for each checkpoint restart
 (`maxRestarts`), plus a fixed allowance for plan, record and cleanup.
@@ -31,6 +32,7 @@ from nvcre_argo.plan.model import Plan
 from nvcre_argo.resolve.category import ResolvedCategory
 from nvcre_argo.resolve.duration import duration_seconds
 from nvcre_argo.steps.context import StepContext
+from nvcre_argo.steps.workload import CONTROLLER_WAIT_FLOOR_S
 
 ITERATION_ALLOWANCE_S = 300
 WORKFLOW_ALLOWANCE_S = 900
@@ -58,7 +60,8 @@ def category_deadline_seconds(plan: Plan, category: ResolvedCategory) -> int:
             # most one group per suspect, and per k - 1 healthy nodes for groups of k: never more than twice the
             # regular groups.
             waves += MAX_CONFIRMATION_ROUNDS * _waves(2 * regular, limit)
-    iteration = 2 * duration_seconds(category.timeout_per_job) + category.measurement_wait_seconds
+    timeout = duration_seconds(category.timeout_per_job)
+    iteration = timeout + max(timeout, CONTROLLER_WAIT_FLOOR_S) + category.measurement_wait_seconds
     iteration += ITERATION_ALLOWANCE_S
     iteration *= 1 + (category.checkpoint.max_restarts if category.checkpoint is not None else 0)
     return WORKFLOW_ALLOWANCE_S + waves * (category.options.repeat_count or 1) * iteration

@@ -8,8 +8,10 @@ for any other category), and each group's run step leaves its result ConfigMap. 
 function of those objects (`plan.isolation.plan_isolation_round`): a retried or restarted step plans the
 same round again, and a round already planned is re-emitted, never planned twice.
 
-A job's outcome is its group's: passed when every iteration passed, below-threshold when the only blame was
-a threshold miss, failed otherwise (a workload failure, an unreadable measurement, or no result at all).
+A job's outcome is its group's: passed when every iteration passed, not-run when every failed iteration
+never started (the controllers created none of its pods in time: nothing is known about the nodes, and the
+planner plans them again), below-threshold when the only blame was a threshold miss, failed otherwise (a
+workload failure, an unreadable measurement, or no result at all).
 Which node was at fault is for the planner to find (any group containing a bad node fails), not the run
 step: a node blamed by the run step only because its rank failed first may well be healthy.
 """
@@ -67,6 +69,8 @@ def job_outcome(result: GroupResultRecord | None) -> Outcome:
         return "failed"
     if all(iteration["succeeded"] for iteration in result["iterations"]):
         return "passed"
+    if all(iteration["never_ran"] for iteration in result["iterations"] if not iteration["succeeded"]):
+        return "not-run"
     reasons = {node["reason"] for iteration in result["iterations"] for node in iteration["failed_nodes"]}
     return "below-threshold" if reasons == {THRESHOLD_VIOLATION} else "failed"
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nvcre_argo.kube.client import KubeClient
@@ -54,6 +54,7 @@ from nvcre_argo.steps.stall import (
     stall_limits,
 )
 from nvcre_argo.steps.workload import (
+    CONTROLLER_WAIT_FLOOR_S,
     Clock,
     Phase,
     RankFailure,
@@ -90,6 +91,16 @@ class RunSettings:
     # Where a running workload's TrainJob, pods and Nodes are read (the shared runner's mirrors); None: from
     # the API server. Its final state is read from the API server either way (see `observe`).
     mirror: CategoryMirror | None = None
+    # The least a wait on the controllers may last (`workload.CONTROLLER_WAIT_FLOOR_S`); tests lower it.
+    controller_wait_floor_s: float = CONTROLLER_WAIT_FLOOR_S
+
+    def wait_limit(self, phase: Phase, timeout_seconds: float) -> float:
+        """How long one episode of a bounded wait in `phase` may last: `timeoutPerJob` when blocked in
+        scheduling (the nodes' side: the reference blames them), at least the floor when waiting on the
+        controllers (not the nodes' side)."""
+        if phase is Phase.SCHEDULING_BLOCKED:
+            return timeout_seconds
+        return max(timeout_seconds, self.controller_wait_floor_s)
 
     def pause(self, kube: KubeClient, trainjob: Mapping[str, Any] | None) -> None:
         """The wait before the next poll of `trainjob` (as last read)."""
@@ -255,12 +266,11 @@ def follow_trainjob(
             )
             if stopped is not None:
                 return ended(stopped)
-        if clock.waited_too_long(timeout):
+        limit = settings.wait_limit(phase, timeout)
+        if clock.waited_too_long(limit):
             kube.delete(TRAINJOBS, name, context.namespace)
-            waited = _waited_too_long(
-                iteration, name, phase, timeout=context.category.timeout_per_job, nodes=nodes, pods=pods
-            )
-            return ended(waited)
+            shown = context.category.timeout_per_job if limit == timeout else f"{limit:.0f}s"
+            return ended(_waited_too_long(iteration, name, phase, limit=shown, nodes=nodes, pods=pods))
         if clock.timed_out(timeout):
             kube.delete(TRAINJOBS, name, context.namespace)
             message = f"TrainJob/{name} timed out after {context.category.timeout_per_job} of running time"
@@ -269,20 +279,21 @@ def follow_trainjob(
 
 
 def _waited_too_long(
-    iteration: int, name: str, phase: Phase, *, timeout: str, nodes: list[str], pods: list[dict[str, Any]]
+    iteration: int, name: str, phase: Phase, *, limit: str, nodes: list[str], pods: list[dict[str, Any]]
 ) -> IterationResult:
-    """The end of a wait longer than `timeoutPerJob`. Pods that cannot be placed blame the group's nodes (the
-    reference's rule); a wait on the controllers, before any pod exists or after every pod succeeded, blames
-    none: nothing failed on the nodes, and none is certified either."""
+    """The end of a wait longer than its `limit` (`RunSettings.wait_limit`). Pods that cannot be placed blame
+    the group's nodes (the reference's rule); a wait on the controllers, before any pod exists or after every
+    pod succeeded, blames none: nothing failed on the nodes, and none is certified either."""
     if phase is Phase.SCHEDULING_BLOCKED:
-        message = f"TrainJob/{name} timed out after {timeout} blocked in scheduling: {scheduling_message(pods)}"
+        message = f"TrainJob/{name} timed out after {limit} blocked in scheduling: {scheduling_message(pods)}"
         return failed_iteration(iteration, name, message, nodes, WORKLOAD_FAILED)
-    if phase is Phase.STARTING:
+    never_ran = phase is Phase.STARTING
+    if never_ran:
         waited = "none of its pods was created (the Trainer, JobSet and Job controllers create them)"
     else:
         waited = "every pod succeeded, but the TrainJob was not marked Complete"
-    message = f"TrainJob/{name} timed out after {timeout} waiting: {waited}; no node is blamed"
-    return failed_iteration(iteration, name, message, [], WORKLOAD_FAILED)
+    message = f"TrainJob/{name} timed out after {limit} waiting: {waited}; no node is blamed"
+    return replace(failed_iteration(iteration, name, message, [], WORKLOAD_FAILED), never_ran=never_ran)
 
 
 def observe(

@@ -24,6 +24,9 @@ class IterationResult:
     failed_nodes: list[dict[str, str]] = field(default_factory=list)  # {name, reason, message}
     measurements: dict[str, float] = field(default_factory=dict)
     restarts: list[dict[str, Any]] = field(default_factory=list)  # `steps.restarts.Restart`s, as dicts
+    # The workload never started: the controllers created none of its pods in time. Says nothing about the
+    # nodes, so fault isolation plans the test again instead of suspecting them (`steps.diagnosing`).
+    never_ran: bool = False
 
 
 def measured_iteration(

@@ -99,6 +99,15 @@ def failure_message(trainjob: dict[str, Any]) -> str:
     return f"{reason}: {message}".strip(": ") or "TrainJob failed"
 
 
+CONTROLLER_WAIT_FLOOR_S = 600
+"""The least a wait on the controllers (no pod created yet, or every pod succeeded but the TrainJob not yet
+Complete) may last before the test ends blaming no node: `timeoutPerJob` when longer. Why a floor: the Trainer
+reconciles one TrainJob at a time, so a wave of `maxConcurrent` TrainJobs waits for it in turn. On 4,096
+simulated nodes with 512 TrainJobs at once, 440 of 512 waited longer than a 90 s `timeoutPerJob` before any pod
+existed (the longest wait measured in an earlier run with a 300 s timeout was 178 s): bounded by the test's
+timeout, most of a wave ended untested. A controller that never acts still ends the test, ten minutes later."""
+
+
 @dataclass(frozen=True)
 class Clock:
     """Active (counted) seconds of a workload, advanced poll by poll, and when the current episode of a bounded

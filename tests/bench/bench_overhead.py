@@ -13,8 +13,7 @@ of its own, a Certification without faults and with one category (the fault plan
 
     dcgm-mc0         diagnostics/dcgm-level1     one node per group, maxConcurrent 0 (all groups at once)
     dcgm-mc8         diagnostics/dcgm-level1     one node per group, maxConcurrent 8
-    dcgm-mc512       diagnostics/dcgm-level1     one node per group, maxConcurrent 512 (4,096 nodes: each
-                                                 simulated pod holds a ~10 MiB sandbox process)
+    dcgm-mc512       diagnostics/dcgm-level1     one node per group, maxConcurrent 512 (for 4,096 nodes)
     nccl-full        communication/nccl-all-reduce  full-scale: one group of every node
     nccl-pairs-mc0   communication/nccl-all-reduce  nodesPerJob 2, maxConcurrent 0
     nccl-pairs-mc8   communication/nccl-all-reduce  nodesPerJob 2, maxConcurrent 8

@@ -106,6 +106,8 @@ class Step:
     context: StepContext
     clock: FakeClock = field(default_factory=FakeClock)
     lines: list[str] = field(default_factory=list)
+    # The product's floor under a wait on the controllers is ten minutes; these tests' waits are seconds long.
+    controller_wait_floor_s: float = 0.0
 
     @property
     def namespace(self) -> str:
@@ -148,6 +150,7 @@ class Step:
                 training_log=training_log or read_training_log,
                 checkpoint_log=checkpoint_log or read_checkpoint_log,
                 mirror=mirror,
+                controller_wait_floor_s=self.controller_wait_floor_s,
             ),
             measure=measure or canned_measure(NCCL_LOG),
             report=self.lines.append,
@@ -428,6 +431,7 @@ def test_a_completed_trainjob_passes_the_group_and_is_created_once_as_specified(
                 "failed_nodes": [],
                 "measurements": {"algBandwidthGBps": 200.0, "busBandwidthGBps": 375.0},
                 "restarts": [],
+                "never_ran": False,
             }
         ],
         "attempt": 1,
@@ -850,7 +854,41 @@ def test_a_trainjob_whose_pods_never_appear_ends_after_timeout_per_job_blaming_n
     message = result.iterations[0].message
     assert message.startswith(f"TrainJob/{TRAINJOB} timed out after 2s waiting: none of its pods was created")
     assert message.endswith("no node is blamed")
+    assert result.iterations[0].never_ran, "fault isolation must know the test never started"
     assert step.trainjob() is None
+
+
+def floored_step(kube: KubeClient, nodes: NodeSet) -> Step:
+    """A 2-node group with `timeoutPerJob: 2s` and a 30 s floor under waits on the controllers."""
+    nodes.add_many(2)
+    step = make_step(kube, nodes, ALL_REDUCE, {"timeoutPerJob": "2s"})
+    step.controller_wait_floor_s = 30.0
+    return step
+
+
+def test_a_wait_on_the_controllers_lasts_at_least_the_floor_even_with_a_shorter_timeout_per_job(
+    kube: KubeClient, nodes: NodeSet
+) -> None:
+    step = floored_step(kube, nodes)
+
+    # No pod for 20 s (ten times timeoutPerJob, within the floor), then the workload runs and completes.
+    result, _ = step.run("g0", [(10, nothing), (10, nothing), (0, step.start()), (1, nothing), (0, step.complete())])
+
+    assert result.succeeded, result.iterations[0].message
+
+
+def test_past_the_floor_a_wait_on_the_controllers_ends_the_test_blaming_no_node(
+    kube: KubeClient, nodes: NodeSet
+) -> None:
+    step = floored_step(kube, nodes)
+
+    result, _ = step.run("g0", [(20, nothing), (20, nothing)])
+
+    assert not result.succeeded
+    message = result.iterations[0].message
+    assert message.startswith(f"TrainJob/{TRAINJOB} timed out after 30s waiting: none of its pods was created")
+    assert failures(result) == []
+    assert result.iterations[0].never_ran
 
 
 UNSCHEDULABLE = "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."

@@ -236,6 +236,7 @@ def group_result(
                 "failed_nodes": [{"name": name, "reason": reason, "message": message} for name, reason in failed],
                 "measurements": {},
                 "restarts": [],
+                "never_ran": False,
             }
         ],
     }

@@ -75,6 +75,9 @@ def test_a_group_passes_fails_or_is_below_threshold_by_its_whole_result() -> Non
     unreadable = result("g", nodes, "passed")
     unreadable["iterations"][0]["succeeded"] = False  # the measurement could not be read, nobody blamed
     assert job_outcome(unreadable) == "failed"
+    never_started = result("g", nodes, "failed")
+    never_started["iterations"][0].update(failed_nodes=[], never_ran=True)  # no pod was created in time
+    assert job_outcome(never_started) == "not-run"
 
 
 def test_round_one_is_planned_into_the_plan_with_round_and_stage_and_re_emitted_when_asked_again() -> None:

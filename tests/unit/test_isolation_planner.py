@@ -22,7 +22,7 @@ from nvcre_argo.plan.isolation import (
     plan_baseline_round,
     plan_isolation_round,
 )
-from nvcre_argo.plan.isolation.knowledge import derive_knowledge
+from nvcre_argo.plan.isolation.knowledge import NOT_RUN_LIMIT, derive_knowledge
 from nvcre_argo.plan.isolation.links import (
     BlockRounds,
     _avoid_faulty_links,
@@ -36,6 +36,7 @@ from nvcre_argo.plan.isolation.links import (
     count_block_rounds,
     plan_link_groups,
 )
+from nvcre_argo.plan.isolation.verdict import NEVER_RAN
 from tests.bench.isolation_sim import FaultOracle, Planner, Scenario, is_exact, run_planner
 
 A = [f"a{i}" for i in range(8)]
@@ -576,3 +577,64 @@ def test_across_many_domains_any_persistent_fault_set_ends_in_an_exact_verdict(s
 @given(scenarios())
 def test_every_baseline_round_is_node_disjoint(scenario: Scenario) -> None:
     assert run_planner(plan_baseline_round, scenario).max_rounds_disjoint
+
+
+def never_running(first: int, *, stage: str | None = None, node: str | None = None) -> Callable[[Group], Outcome]:
+    """Over `many_domains` or TWO_DOMAINS without faults: the first `first` jobs (of `stage`, or holding `node`,
+    when given) never start (`not-run`: the controllers created none of their pods in time); the rest pass."""
+    seen = [0]
+
+    def outcome(group: Group) -> Outcome:
+        if (stage is None or group.stage == stage) and (node is None or node in group.nodes):
+            seen[0] += 1
+            if seen[0] <= first:
+                return "not-run"
+        return "passed"
+
+    return outcome
+
+
+def test_screening_jobs_that_never_ran_are_screened_again_whole_not_split() -> None:
+    # 40 domains; the first 25 domain screens of round 1 never start. They prove nothing either way: round 2
+    # screens those 25 domains again as they were (splitting them would ask the slow controllers for more jobs).
+    verdict, rounds, results = play(many_domains(40), never_running(25, stage="intra-screening"))
+    never = [r.group for r in results if r.outcome == "not-run"]
+    assert len(never) == 25
+    again = [g for g in rounds[1].groups if g.stage == "intra-screening"]
+    assert sorted(g.nodes for g in again) == sorted(g.nodes for g in never)
+    assert not any(g.stage == "bisection" for r in rounds for g in r.groups)
+    assert verdict.faulty == ()
+    assert verdict.untested == ()
+    assert len(verdict.healthy) == 240
+
+
+def test_a_suspects_confirmation_that_never_ran_neither_blames_nor_clears_it() -> None:
+    # a5 is faulty and shares its split pair with a4, which is healthy; a4's first two confirmations never start.
+    # They neither blame it (two failures would) nor clear it: it is confirmed again until one runs.
+    faults = oracle(node_faults=frozenset({"a5"}))
+    skipped = [0]
+
+    def outcome(group: Group) -> Outcome:
+        if group.stage == "confirmation" and "a4" in group.nodes and skipped[0] < 2:
+            skipped[0] += 1
+            return "not-run"
+        return faults(group)
+
+    verdict, _, results = play(TWO_DOMAINS, outcome)
+    assert verdict.faulty == ("a5",)
+    assert "a4" in verdict.healthy
+    assert len(verdict.healthy) == len(TWO_DOMAINS) - 1
+    confirmations = [r.outcome for r in results if r.group.stage == "confirmation" and "a4" in r.group.nodes]
+    assert confirmations == ["not-run", "not-run", "passed"]
+
+
+def test_nodes_whose_jobs_never_run_are_left_untested_after_the_limit_and_nobody_is_blamed() -> None:
+    # Every job holding a3 never starts: its domain's screen is tried NOT_RUN_LIMIT times in all, then its six
+    # nodes are left untested with the reason, and the rest is certified.
+    verdict, _, results = play(TWO_DOMAINS, never_running(100, node="a3"))
+    screened = ("a2", "a3", "a4", "a5", "a6", "a7")
+    assert [r.group.nodes for r in results if r.outcome == "not-run"] == [screened] * NOT_RUN_LIMIT
+    assert verdict.faulty == ()
+    assert [(u.node, u.reason) for u in verdict.untested] == [(node, NEVER_RAN) for node in screened]
+    assert verdict.healthy == tuple(sorted(set(A + B) - set(screened)))
+    assert verdict.rounds == NOT_RUN_LIMIT

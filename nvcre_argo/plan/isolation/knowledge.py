@@ -14,6 +14,9 @@
   `minGroupSize` was a transient if a later job over the same nodes passed, and an infrastructure fault inside
   the domain if it failed `PROBE_FAILURES` times. (Smaller ones were confirmed node by node; spanning ones are
   settled by the link search.)
+- A job that never ran (`not-run`: the controllers created none of its pods in time) proves nothing and counts
+  for none of the above. A node no job ran with yet is *unscreened*; one whose jobs never ran `NOT_RUN_LIMIT`
+  times and that nothing cleared is *abandoned*: planning it again would only load the controllers again.
 
 Deriving this from the whole history on every call keeps the planner a pure function; nothing is carried.
 """
@@ -33,6 +36,8 @@ LINK_ISOLATIONS = 2
 Wider failures do not count even once every other pair they span is verified: they borrow many nodes, and
 each can have met a different node's one transient failure."""
 PROBE_FAILURES = 3
+NOT_RUN_LIMIT = 3
+"""Jobs of a node that never ran after which the node is no longer planned and is left untested."""
 """Failures of one unexplained group (no pass in between) that make an infrastructure fault: the first and
 two probes, since a probe over many nodes can meet another node's one transient failure."""
 
@@ -61,6 +66,10 @@ class Knowledge:
     unexplained_repeatedly: tuple[JobResult, ...]
     passed_alone: frozenset[str] = frozenset()
     """Nodes that passed a job on their own: free of node and slow faults, only NVLink is left to test."""
+    unscreened: frozenset[str] = frozenset()
+    """Nodes no job ran with yet (their jobs never started): screened again, not split."""
+    abandoned: frozenset[str] = frozenset()
+    """Uncleared nodes whose jobs never ran `NOT_RUN_LIMIT` times: no longer planned, left untested."""
 
 
 def domain_pairs(domains: Iterable[str]) -> list[Pair]:
@@ -78,7 +87,7 @@ def derive_knowledge(
     passes: Counter[str] = Counter()
     verified: set[Pair] = set()
     for result in results:
-        if result.failed:
+        if not result.passed:
             continue
         members = Counter(domain_of[n] for n in result.group.nodes)
         for node in result.group.nodes:
@@ -93,7 +102,8 @@ def derive_knowledge(
         cleared |= lonely
         failed, faulty, faulty_links = _failures(results, domain_of, cleared, verified)
 
-    passed_sets = {(r.group.nodes, r.group.mnnvl) for r in results if not r.failed}
+    not_run = Counter(n for r in results if not r.ran for n in r.group.nodes)
+    passed_sets = {(r.group.nodes, r.group.mnnvl) for r in results if r.passed}
     unexplained: Counter[tuple[tuple[str, ...], bool]] = Counter()
     first: dict[tuple[tuple[str, ...], bool], JobResult] = {}
     for job in failed:
@@ -114,7 +124,9 @@ def derive_knowledge(
         failed=tuple(failed),
         unexplained_once=tuple(first[k] for k in sorted(first) if unexplained[k] < PROBE_FAILURES),
         unexplained_repeatedly=tuple(first[k] for k in sorted(first) if unexplained[k] >= PROBE_FAILURES),
-        passed_alone=frozenset(r.group.nodes[0] for r in results if len(r.group.nodes) == 1 and not r.failed),
+        passed_alone=frozenset(r.group.nodes[0] for r in results if len(r.group.nodes) == 1 and r.passed),
+        unscreened=frozenset(domain_of) - {n for r in results if r.ran for n in r.group.nodes},
+        abandoned=frozenset(n for n, count in not_run.items() if count >= NOT_RUN_LIMIT) - cleared - faulty,
     )
 
 

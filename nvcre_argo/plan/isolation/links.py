@@ -75,7 +75,7 @@ def count_block_rounds(results: Sequence[JobResult]) -> BlockRounds:
     """The block rounds among `results` (`BlockRounds`)."""
     per_round: defaultdict[int, list[bool]] = defaultdict(list)
     for r in results:
-        if r.group.stage == "inter-screening":
+        if r.group.stage == "inter-screening" and r.ran:
             per_round[r.round].append(r.failed)
     block_rounds = sorted(n for n, outcomes in per_round.items() if len(outcomes) >= BLOCK_ROUND_TESTS)
     streak = 0

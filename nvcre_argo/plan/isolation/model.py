@@ -20,8 +20,9 @@ Stage = Literal[
 ]
 """Why a group exists (reference §7.6 stage names); reported per group so progress is visible round by round."""
 
-Outcome = Literal["passed", "failed", "below-threshold"]
-"""A job that exits 0 below the bandwidth threshold is as much a failure as one that exits non-zero."""
+Outcome = Literal["passed", "failed", "below-threshold", "not-run"]
+"""A job that exits 0 below the bandwidth threshold is as much a failure as one that exits non-zero. A job that
+never started (the controllers created none of its pods in time) is neither: it says nothing about its nodes."""
 
 
 @dataclass(frozen=True)
@@ -62,9 +63,17 @@ class JobResult:
     outcome: Outcome
 
     @property
+    def passed(self) -> bool:
+        return self.outcome == "passed"
+
+    @property
     def failed(self) -> bool:
         """Below threshold counts as failed: a slow node must be found like a broken one."""
-        return self.outcome != "passed"
+        return self.outcome in ("failed", "below-threshold")
+
+    @property
+    def ran(self) -> bool:
+        return self.outcome != "not-run"
 
 
 @dataclass(frozen=True)

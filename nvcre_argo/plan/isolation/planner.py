@@ -29,6 +29,10 @@ nodes and share the round:
   cleared by smaller groups is tested again; a pass makes it a transient, repeated failures an infrastructure
   fault between its halves.
 
+A job that never ran (its pods were never created) proves nothing: its nodes are planned again as if it had
+not been planned, unscreened nodes screened again per domain (not split, which would only ask the slow
+controllers for more jobs), until `knowledge.NOT_RUN_LIMIT` such jobs leave a node untested.
+
 When no part has a test left, or the round limit is reached, the round is the verdict (`verdict`).
 
 No-NVL screening is not needed for the verdict (it tells NVLink from fabric faults, not which node is at
@@ -118,6 +122,7 @@ def _follow_up_groups(
     domains = _by_domain(candidates)
     many = len(domains) >= WHOLE_DOMAIN_SCREENING
     probes = [result.group.nodes for result in k.unexplained_once]
+    used.update(k.abandoned)
 
     def take_probes() -> None:
         for nodes in probes:
@@ -128,6 +133,10 @@ def _follow_up_groups(
         take_probes()
     spare = {d: [n for n in _by_health(nodes, k) if n in k.cleared] for d, nodes in domains.items()}
     suspects, to_split = _classify_unknown(candidates, k, min_group_size)
+    for _, nodes in sorted(domains.items()):
+        unscreened = [n for n in nodes if n in k.unscreened and n not in used]
+        if len(unscreened) >= min_group_size:
+            take(unscreened, "intra-screening")
     for domain, unsettled in sorted(to_split.items()):
         nodes = [n for n in unsettled if n not in used]
         if len(nodes) < min_group_size:

@@ -3,15 +3,18 @@
 Why one place: the planner stops when no test is left to learn from or the round limit is reached, and what
 is known then is read off `knowledge` alone: each faulty link is an infrastructure fault between its two
 domains, a group that failed repeatedly although smaller groups cleared all its members is a fault between
-its halves (cross-boundary), and every node neither cleared nor faulty is untested, with the reason.
+its halves (cross-boundary), and every node neither cleared nor faulty is untested, with the reason (a node
+whose tests never started says so).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nvcre_argo.plan.isolation.knowledge import Knowledge
+from nvcre_argo.plan.isolation.knowledge import NOT_RUN_LIMIT, Knowledge
 from nvcre_argo.plan.isolation.model import Candidate, InfrastructureFault, Untested, Verdict
+
+NEVER_RAN = f"its tests never started ({NOT_RUN_LIMIT} times the controllers created none of their pods in time)"
 
 
 def build_verdict(candidates: Sequence[Candidate], k: Knowledge, *, rounds: int, round_limit: bool) -> Verdict:
@@ -39,7 +42,7 @@ def build_verdict(candidates: Sequence[Candidate], k: Knowledge, *, rounds: int,
         )
     reason = "round limit reached" if round_limit else "no cleared node of its domain left to pair with"
     untested = tuple(
-        Untested(node=c.node, reason=reason)
+        Untested(node=c.node, reason=NEVER_RAN if c.node in k.abandoned else reason)
         for c in sorted(candidates, key=lambda c: c.node)
         if c.node not in k.cleared and c.node not in k.faulty
     )
