@@ -45,7 +45,7 @@ from tests.sim.apirelay import serve_api_relay
 from tests.sim.checkpoints import CheckpointStore
 from tests.sim.config import FAULT_PLAN_CONFIGMAP, FAULT_PLAN_KEY, KubeletConfig, NodeSpec
 from tests.sim.logserver import serve_logs
-from tests.sim.player import play_workload
+from tests.sim.player import JOBSET_LABEL, BoundPod, play_workload
 from tests.sim.pods import PodRunner, api_socket_path, now_rfc3339
 
 log = logging.getLogger("sim-kubelet")
@@ -145,6 +145,9 @@ class SimKubelet:
         self.next_ip = 0
         self.stopping = threading.Event()
         self._finishing: set[str] = set()
+        # The bound pods of every JobSet, from the pod watch: where a rank's peers are (`player.group_nodes`),
+        # read here rather than listed from the API server by every waiting rank twice a second.
+        self.jobset_pods: dict[tuple[str, str], dict[str, BoundPod]] = collections.defaultdict(dict)
 
     # ----------------------------------------------------------------------------------------- nodes
 
@@ -334,6 +337,7 @@ class SimKubelet:
         spec, metadata = pod.get("spec", {}), pod["metadata"]
         if spec.get("nodeName") not in self.nodes:
             return
+        self._index_bound(kind, pod)
         uid = metadata["uid"]
         runner = self.runners.get(uid)
         if kind == "DELETED":
@@ -348,6 +352,26 @@ class SimKubelet:
             return
         if runner is None and pod.get("status", {}).get("phase") not in ("Succeeded", "Failed"):
             self._start(pod)
+
+    def _index_bound(self, kind: str, pod: Mapping[str, Any]) -> None:
+        metadata = pod["metadata"]
+        labels = metadata.get("labels") or {}
+        jobset = labels.get(JOBSET_LABEL)
+        if not jobset:
+            return
+        with self.lock:
+            pods = self.jobset_pods[(metadata["namespace"], jobset)]
+            if kind == "DELETED":
+                pods.pop(metadata["name"], None)
+                if not pods:
+                    del self.jobset_pods[(metadata["namespace"], jobset)]
+            else:
+                pods[metadata["name"]] = BoundPod(node=pod["spec"]["nodeName"], labels=dict(labels))
+
+    def bound_pods(self, namespace: str, jobset: str) -> list[BoundPod]:
+        """The pods of a JobSet bound to a node, as the pod watch last saw them."""
+        with self.lock:
+            return list(self.jobset_pods.get((namespace, jobset), {}).values())
 
     def _start(self, pod: dict[str, Any]) -> None:
         with self.lock:

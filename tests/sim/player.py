@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kubernetes import client as k8s
@@ -35,20 +36,32 @@ PEER_WAIT_SECONDS = 30.0
 PEER_POLL_SECONDS = 0.5
 
 
+@dataclass(frozen=True)
+class BoundPod:
+    """A pod of a JobSet bound to a node: where it runs and its labels (its Job, its replicated job)."""
+
+    node: str
+    labels: Mapping[str, str]
+
+
 class Kubelet(Protocol):
     def mark(self, node: str, namespace: str, change: Mapping[str, Any]) -> None: ...
+
+    def bound_pods(self, namespace: str, jobset: str) -> list[BoundPod]: ...
 
     def next_attempt(self, namespace: str, node: str) -> int: ...
 
     def attempts_so_far(self, namespace: str, node: str) -> int: ...
 
 
-def group_nodes(core: k8s.CoreV1Api, pod: dict[str, Any]) -> list[str]:
+def group_nodes(core: k8s.CoreV1Api, pod: dict[str, Any], kubelet: Kubelet) -> list[str]:
     """The nodes of the pod's group: where the JobSet's ranks (every pod but an MPI launcher) are bound.
 
     Waits, bounded, until every pod it depends on is bound, so ranks started a moment apart agree: a rank
     waits for its own Job's pods; the MPI launcher, which the real one gates on reaching every worker's sshd,
-    waits for the pods of every rank Job of its JobSet.
+    waits for the pods of every rank Job of its JobSet. The bound pods come from the kubelet's pod watch
+    (`bound_pods`): listed from the API server by every waiting rank twice a second, as they were, 4,096 ranks
+    starting at once kept the API server busier than the workloads they played.
     """
     labels = pod["metadata"].get("labels", {})
     jobset, job = labels.get(JOBSET_LABEL), labels.get(JOB_NAME_LABEL)
@@ -60,13 +73,9 @@ def group_nodes(core: k8s.CoreV1Api, pod: dict[str, Any]) -> list[str]:
     expected = _rank_pods(batch, namespace, jobset) if launcher else _parallelism(batch, namespace, job) if job else 1
     deadline = time.monotonic() + PEER_WAIT_SECONDS
     while True:
-        pods = core.list_namespaced_pod(namespace, label_selector=f"{JOBSET_LABEL}={jobset}").items
-        ranks = [
-            p.spec.node_name
-            for p in pods
-            if p.spec.node_name and (p.metadata.labels or {}).get(REPLICATED_JOB_LABEL) != LAUNCHER
-        ]
-        mine = [p for p in pods if (p.metadata.labels or {}).get(JOB_NAME_LABEL) == job and p.spec.node_name]
+        pods = kubelet.bound_pods(namespace, jobset)
+        ranks = [p.node for p in pods if p.labels.get(REPLICATED_JOB_LABEL) != LAUNCHER]
+        mine = [p for p in pods if p.labels.get(JOB_NAME_LABEL) == job]
         awaited = ranks if launcher else mine
         if len(awaited) >= expected or time.monotonic() > deadline:
             return sorted(set(ranks)) or [pod["spec"]["nodeName"]]
@@ -114,7 +123,7 @@ def play_workload(runner: PodRunner, *, plan_text: str, kubelet: Kubelet, checkp
     for run in runner.init_containers:
         run.started_at = now
         run.state = podspec.terminated(0, started_at=now, finished_at=now)
-    peers = group_nodes(runner.core, runner.pod)
+    peers = group_nodes(runner.core, runner.pod, kubelet)
     if runner.pod["metadata"].get("labels", {}).get(REPLICATED_JOB_LABEL) == LAUNCHER:
         # The launcher starts after its ranks: their attempt (already counted) is the one it plays out.
         attempt = max((kubelet.attempts_so_far(runner.namespace, node) for node in peers), default=1) - 1

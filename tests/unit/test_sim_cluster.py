@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from tests.sim.cluster import controller_manager_qps, node_heartbeat, schedulable
+from tests.sim.cluster import controller_manager_qps, node_heartbeat, schedulable, scheduler_qps
 
 
 def _node(*, ready: str = "True", taints: tuple[str, ...] = ()) -> SimpleNamespace:
@@ -20,6 +20,12 @@ def test_the_controller_managers_budget_is_its_default_below_600_nodes_then_grow
     assert controller_manager_qps(599) == (20, 30)
     assert controller_manager_qps(1025) == (51, 102)
     assert controller_manager_qps(4097) == (204, 408)
+
+
+def test_the_scheduler_keeps_its_default_rate_until_a_large_cluster_needs_more() -> None:
+    assert scheduler_qps(17) == (50, 100)
+    assert scheduler_qps(1025) == (51, 102)
+    assert scheduler_qps(4097) == (204, 408)
 
 
 def test_a_ready_node_is_schedulable_only_without_the_not_ready_taints() -> None:
