@@ -291,7 +291,7 @@ def _waited_too_long(
     if never_ran:
         waited = "none of its pods was created (the Trainer, JobSet and Job controllers create them)"
     else:
-        waited = "every pod succeeded, but the TrainJob was not marked Complete"
+        waited = "its workload finished, but the TrainJob was not marked Complete"
     message = f"TrainJob/{name} timed out after {limit} waiting: {waited}; no node is blamed"
     return replace(failed_iteration(iteration, name, message, [], WORKLOAD_FAILED), never_ran=never_ran)
 

@@ -23,6 +23,7 @@ from nvcre_argo.kube.client import KubeClient
 from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.measure.nccl import data_check_failure
 from nvcre_argo.steps.context import StepContext
+from nvcre_argo.steps.workload import is_mpi_launcher
 
 log = logging.getLogger(__name__)
 
@@ -153,5 +154,4 @@ def _log_priority(pod: dict[str, Any], last_rank_first: bool) -> tuple[bool, int
         )
         or 0
     )
-    is_launcher = labels.get("jobset.sigs.k8s.io/replicatedjob-name") == "launcher"
-    return (not is_launcher, -index if last_rank_first else index, pod["metadata"]["name"])
+    return (not is_mpi_launcher(pod), -index if last_rank_first else index, pod["metadata"]["name"])

@@ -24,6 +24,9 @@ from typing import Any
 
 from nvcre_argo import contract
 
+REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+MPI_LAUNCHER_JOB = "launcher"  # the replicated job of an MPI workload's launcher
+
 
 class Phase(enum.Enum):
     MISSING = "Missing"
@@ -31,7 +34,7 @@ class Phase(enum.Enum):
     STARTING = "Starting"  # no pod of it exists yet
     SCHEDULING_BLOCKED = "SchedulingBlocked"
     RUNNING = "Running"
-    FINISHING = "Finishing"  # every pod of it succeeded; not marked Complete yet
+    FINISHING = "Finishing"  # its workload finished (every pod, or the MPI launcher, succeeded); not Complete yet
     COMPLETE = "Complete"
     FAILED = "Failed"
 
@@ -64,6 +67,20 @@ def _unschedulable(pod: dict[str, Any]) -> bool:
     return False
 
 
+def is_mpi_launcher(pod: dict[str, Any]) -> bool:
+    """The pod of an MPI workload's launcher (`mpirun`), not of a rank."""
+    return bool((pod.get("metadata", {}).get("labels") or {}).get(REPLICATED_JOB_LABEL) == MPI_LAUNCHER_JOB)
+
+
+def _workload_finished(pods: Sequence[dict[str, Any]]) -> bool:
+    """Every pod succeeded; or, in an MPI workload, its launcher did: mpirun exits 0 only once every rank has
+    finished, while the workers, which only serve sshd, run on until JobSet, seeing the launcher's Job complete,
+    deletes them. What remains either way is the controllers' bookkeeping, not the workload."""
+    launchers = [pod for pod in pods if is_mpi_launcher(pod)]
+    finished = launchers or pods
+    return all((pod.get("status") or {}).get("phase") == "Succeeded" for pod in finished)
+
+
 def classify(trainjob: dict[str, Any] | None, pods: Sequence[dict[str, Any]]) -> Phase:
     """The phase of one TrainJob from its conditions and its pods."""
     if trainjob is None:
@@ -78,7 +95,7 @@ def classify(trainjob: dict[str, Any] | None, pods: Sequence[dict[str, Any]]) ->
         return Phase.STARTING
     if any(_unschedulable(pod) for pod in pods):
         return Phase.SCHEDULING_BLOCKED
-    if all((pod.get("status") or {}).get("phase") == "Succeeded" for pod in pods):
+    if _workload_finished(pods):
         return Phase.FINISHING
     return Phase.RUNNING
 
@@ -137,9 +154,6 @@ class Clock:
         if self.waiting_since is None or self.last_seen is None:
             return False
         return self.last_seen - self.waiting_since > limit_seconds
-
-
-REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 
 
 @dataclass(frozen=True)

@@ -139,9 +139,14 @@ def test_the_verdict_summary_names_what_did_not_succeed() -> None:
     assert parse_statuses("a=Succeeded").summary().splitlines()[-1] == "PASSED: 1/1 categories succeeded"
 
 
-def _pod(phase: str, *, unschedulable: bool = False) -> dict[str, object]:
+def _pod(phase: str, *, unschedulable: bool = False, job: str = "node") -> dict[str, object]:
     conditions = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}] if unschedulable else []
-    return {"status": {"phase": phase, "conditions": conditions}}
+    labels = {"jobset.sigs.k8s.io/replicatedjob-name": job}
+    return {"metadata": {"labels": labels}, "status": {"phase": phase, "conditions": conditions}}
+
+
+def _launcher(phase: str) -> dict[str, object]:
+    return _pod(phase, job="launcher")
 
 
 TRAINJOB = {"metadata": {"name": "tj"}, "spec": {}, "status": {}}
@@ -156,6 +161,11 @@ TRAINJOB = {"metadata": {"name": "tj"}, "spec": {}, "status": {}}
         pytest.param([_pod("Succeeded"), _pod("Running")], Phase.RUNNING, id="one-still-running"),
         pytest.param([_pod("Succeeded"), _pod("Failed")], Phase.RUNNING, id="one-failed"),
         pytest.param([_pod("Succeeded"), _pod("Succeeded")], Phase.FINISHING, id="all-succeeded"),
+        # MPI: the workers serve sshd until JobSet deletes them; mpirun's exit is the workload's end.
+        pytest.param([_launcher("Succeeded"), _pod("Running"), _pod("Running")], Phase.FINISHING, id="mpi-done"),
+        pytest.param([_launcher("Running"), _pod("Running"), _pod("Running")], Phase.RUNNING, id="mpi-running"),
+        pytest.param([_launcher("Failed"), _pod("Running")], Phase.RUNNING, id="mpi-launcher-failed"),
+        pytest.param([_launcher("Pending"), _pod("Succeeded")], Phase.RUNNING, id="mpi-launcher-not-started"),
     ],
 )
 def test_a_trainjob_not_yet_ended_is_classified_by_its_pods(pods: list[dict[str, object]], phase: Phase) -> None:
