@@ -117,7 +117,7 @@ def failure_message(trainjob: dict[str, Any]) -> str:
 
 
 CONTROLLER_WAIT_FLOOR_S = 600
-"""The least a wait on the controllers (no pod created yet, or every pod succeeded but the TrainJob not yet
+"""The least a wait on the controllers (no pod created yet, or its workload finished but the TrainJob not yet
 Complete) may last before the test ends blaming no node: `timeoutPerJob` when longer. Why a floor: the Trainer
 reconciles one TrainJob at a time, so a wave of `maxConcurrent` TrainJobs waits for it in turn. On 4,096
 simulated nodes with 512 TrainJobs at once, 440 of 512 waited longer than a 90 s `timeoutPerJob` before any pod
