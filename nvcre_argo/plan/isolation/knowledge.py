@@ -36,10 +36,10 @@ LINK_ISOLATIONS = 2
 Wider failures do not count even once every other pair they span is verified: they borrow many nodes, and
 each can have met a different node's one transient failure."""
 PROBE_FAILURES = 3
-NOT_RUN_LIMIT = 3
-"""Jobs of a node that never ran after which the node is no longer planned and is left untested."""
 """Failures of one unexplained group (no pass in between) that make an infrastructure fault: the first and
 two probes, since a probe over many nodes can meet another node's one transient failure."""
+NOT_RUN_LIMIT = 3
+"""Jobs of a node that never ran after which the node is no longer planned and is left untested."""
 
 
 @dataclass(frozen=True)

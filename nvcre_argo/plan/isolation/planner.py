@@ -133,7 +133,7 @@ def _follow_up_groups(
         take_probes()
     spare = {d: [n for n in _by_health(nodes, k) if n in k.cleared] for d, nodes in domains.items()}
     suspects, to_split = _classify_unknown(candidates, k, min_group_size)
-    for _, nodes in sorted(domains.items()):
+    for nodes in domains.values():
         unscreened = [n for n in nodes if n in k.unscreened and n not in used]
         if len(unscreened) >= min_group_size:
             take(unscreened, "intra-screening")
