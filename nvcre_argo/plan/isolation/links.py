@@ -124,7 +124,7 @@ def plan_link_groups(
             tests += _sweep_tests(domains, focus, set(k.faulty_links))
     lent: defaultdict[str, int] = defaultdict(int)
     groups: list[Group] = []
-    for members in (t for test in tests for t in _avoid_faulty_links(test, set(k.faulty_links))):
+    for members in (t for test in tests for t in _avoid_faulty_links(test, set(k.faulty_links), pairs)):
         if any(lent[d] >= len(available[d]) for d in members):
             continue
         nodes = []
@@ -297,13 +297,18 @@ def _pair_tests(pairs: set[Pair], available: dict[str, list[str]]) -> list[list[
     return tests
 
 
-def _avoid_faulty_links(members: list[str], faulty: set[Pair]) -> list[list[str]]:
-    """The same pairs as one test over `members`, less the known faulty ones: a vertex cover of the faulty
-    pairs is left out of the main test, and each cover domain is tested with the rest less its faulty partners
-    (a test holding a faulty pair would fail whatever else it holds)."""
+def _avoid_faulty_links(members: list[str], faulty: set[Pair], wanted: set[Pair] | None = None) -> list[list[str]]:
+    """Tests of the `wanted` pairs among `members` (every pair of them by default) that hold no known faulty pair:
+    a vertex cover of the faulty pairs is left out of the main test, and each cover domain is tested with its
+    wanted partners that are not its faulty ones (a test holding a faulty pair would fail whatever else it
+    holds).
+
+    Only the wanted pairs are tested, and a domain none of whose wanted pairs lies inside a test is left out of
+    it: a re-screen of the pairs of one late domain, split around a found faulty link, otherwise screens every
+    domain twice, where the late domain's pairs need one domain more than a single screen."""
     inside = {(a, b) for a, b in faulty if a in members and b in members}
-    if not inside:
-        return [members]
+    if wanted is None:
+        wanted = set(domain_pairs(members))
     cover: list[str] = []
     left = set(inside)
     while left:
@@ -313,13 +318,20 @@ def _avoid_faulty_links(members: list[str], faulty: set[Pair]) -> list[list[str]
         left = {p for p in left if pick not in p}
     base = [d for d in members if d not in cover]
 
-    def partners(domain: str) -> set[str]:
-        return {b if a == domain else a for a, b in inside if domain in (a, b)}
+    def partners(domain: str) -> list[str]:
+        return [d for d in members if d != domain and (min(d, domain), max(d, domain)) in wanted - faulty]
 
-    tests = [base] + [sorted([c, *(d for d in base if d not in partners(c))]) for c in cover]
-    tests += [[a, b] for i, a in enumerate(cover) for b in cover[i + 1 :] if tuple(sorted((a, b))) not in faulty]
+    tests = [base] + [sorted([c, *(d for d in partners(c) if d in base)]) for c in cover]
+    tests += [[a, b] for i, a in enumerate(cover) for b in cover[i + 1 :] if b in partners(a)]
+    tests = [_wanted_only(t, wanted) for t in tests]
     tests = [t for t in tests if len(t) >= 2]
     return [t for t in tests if not any(set(t) < set(other) for other in tests)]
+
+
+def _wanted_only(test: list[str], wanted: set[Pair]) -> list[str]:
+    """The domains of `test` that hold a wanted pair inside it."""
+    inside = set(test)
+    return [d for d in test if any(p in wanted for p in ((min(d, o), max(d, o)) for o in inside if o != d))]
 
 
 def _blocks(domains: list[str], pairs: set[Pair], count: int, rotation: int, digit_blocks: int) -> list[list[str]]:
