@@ -37,7 +37,11 @@ TRAIN_ITERS = 40
 LOG_INTERVAL = 10  # nemotron's `--log-interval`
 SAVE_INTERVAL = 10
 DURATION_S = 50
-CRASH_AFTER_S = 30  # a run poll (10 s) after the first checkpoint is printed
+# The late crashes come well over a run poll after the first checkpoint is printed (checked in the test), so the
+# run step sees the save while the workload runs. A crash within a poll of its save is seen only if the failed
+# rank's log can still be read when the step sees the failure, and JobSet may have deleted the pod by then.
+CRASH_AFTER_S = 60
+RUN_STEP_POLL_S = 10  # RunSettings.poll_seconds
 EARLY_CRASH_S = 2
 
 FAULT_PLAN = {
@@ -76,7 +80,11 @@ def certification(namespace: str) -> dict[str, Any]:
 
 
 def saves_before(crash_after_s: float, resume_from: int | None = None) -> list[int]:
-    saves = checkpoint_save_seconds(
+    return [iteration for iteration, _ in save_times(crash_after_s, resume_from)]
+
+
+def save_times(crash_after_s: float, resume_from: int | None = None) -> list[tuple[int, float]]:
+    return checkpoint_save_seconds(
         train_iters=TRAIN_ITERS,
         log_interval=LOG_INTERVAL,
         save_interval=SAVE_INTERVAL,
@@ -84,7 +92,6 @@ def saves_before(crash_after_s: float, resume_from: int | None = None) -> list[i
         resume_from=resume_from,
         crash_after_seconds=crash_after_s,
     )
-    return [iteration for iteration, _ in saves]
 
 
 def group_results(api: k8s.ApiClient, namespace: str, workflow: str) -> dict[tuple[str, ...], GroupResultRecord]:
@@ -103,6 +110,9 @@ def test_a_workload_that_fails_after_a_checkpoint_resumes_from_it_and_one_withou
     assert saves_before(CRASH_AFTER_S) == [10]
     assert saves_before(EARLY_CRASH_S) == []
     assert saves_before(CRASH_AFTER_S, resume_from=10) != []
+    for resume_from in (None, 10):
+        last_save_at = save_times(CRASH_AFTER_S, resume_from)[-1][1]
+        assert CRASH_AFTER_S - last_save_at > 1.5 * RUN_STEP_POLL_S, "the step must see a save before the crash"
     sim.create_shared_storage(volumes=1, capacity="1Ti")
     parent = scenario.start_certification(sim.kubeconfig, api, certification(namespace), fault_plan=FAULT_PLAN)
 
