@@ -317,9 +317,10 @@ def _avoid_faulty_links(members: list[str], faulty: set[Pair], wanted: set[Pair]
         cover.append(pick)
         left = {p for p in left if pick not in p}
     base = [d for d in members if d not in cover]
+    testable = wanted - faulty
 
     def partners(domain: str) -> list[str]:
-        return [d for d in members if d != domain and (min(d, domain), max(d, domain)) in wanted - faulty]
+        return [d for d in members if d != domain and (min(d, domain), max(d, domain)) in testable]
 
     tests = [base] + [sorted([c, *(d for d in partners(c) if d in base)]) for c in cover]
     tests += [[a, b] for i, a in enumerate(cover) for b in cover[i + 1 :] if b in partners(a)]
