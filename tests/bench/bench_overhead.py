@@ -99,10 +99,11 @@ import yaml
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
+from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.kube.resources import PODS, TRAINJOBS
 from nvcre_argo.names import LABEL_GROUP, LABEL_ROLE, ROLE_CATEGORY
 from nvcre_argo.plan.grouping import OVERFLOW_SUFFIX
-from tests.bench import cpu_use, footprint, overhead, probes
+from tests.bench import bare_wave, cpu_use, footprint, overhead, probes
 from tests.harness.namespaces import namespace_for_test
 from tests.harness.versions import REPO_ROOT
 from tests.sim import scenario
@@ -224,6 +225,8 @@ class RunRecord:
     largest_objects: list[dict[str, Any]] = field(default_factory=list)  # `footprint.LargestObject`s
     step_memory_mib: dict[str, float] = field(default_factory=dict)  # per step command, its peak RSS
     cpu: dict[str, Any] = field(default_factory=dict)  # `cpu_use.CpuUse` from submission to the run's end
+    control: dict[str, Any] = field(default_factory=dict)  # `bare_wave.BareWave`, with `--control`
+    control_cpu: dict[str, Any] = field(default_factory=dict)  # `cpu_use.CpuUse` over the control wave
     trainjobs_seen: int = 0
     seconds: float = 0.0
     error: str = ""
@@ -239,15 +242,21 @@ def _group_node_line(run: RunRecord) -> str:
     )
 
 
-def play(sim: SimCluster, api: k8s.ApiClient, spec: RunSpec, *, size: int, duration: float) -> RunRecord:
-    """One run in a namespace of its own; errors end up in the record."""
+def play(
+    sim: SimCluster, api: k8s.ApiClient, spec: RunSpec, *, size: int, duration: float, control: bool = False
+) -> RunRecord:
+    """One run in a namespace of its own, then (`control`, one-wave runs only) its control wave there; errors
+    end up in the record."""
     record = RunRecord(spec.name, size, spec.domain, spec.variant, spec.max_concurrent, duration)
     began = time.monotonic()
     namespace = ""
     try:
         with namespace_for_test(api, f"overhead-{spec.name}") as namespace:
             record.namespace = namespace
-            _execute(sim, api, spec, namespace, record)
+            trainjobs = _execute(sim, api, spec, namespace, record)
+            if control and spec.max_concurrent == 0 and record.phase == "Succeeded":
+                progress(f"{size} nodes: {spec.name}: its control wave ...")
+                _play_control(sim, api, namespace, record, trainjobs)
     except (scenario.ScenarioError, ApiException, RuntimeError, OSError) as error:
         record.error = f"{type(error).__name__}: {str(error)[:2000]}"
     record.seconds = time.monotonic() - began
@@ -256,7 +265,10 @@ def play(sim: SimCluster, api: k8s.ApiClient, spec: RunSpec, *, size: int, durat
     return record
 
 
-def _execute(sim: SimCluster, api: k8s.ApiClient, spec: RunSpec, namespace: str, record: RunRecord) -> None:
+def _execute(
+    sim: SimCluster, api: k8s.ApiClient, spec: RunSpec, namespace: str, record: RunRecord
+) -> list[dict[str, Any]]:
+    """Play the run and fill `record`; the run's TrainJobs as last seen."""
     scenario.install(sim.kubeconfig, namespace, submit=False)
     scenario.write_fault_plan(api, namespace, fault_plan(record.duration))
     document = certification(namespace, spec, record.duration)
@@ -295,6 +307,24 @@ def _execute(sim: SimCluster, api: k8s.ApiClient, spec: RunSpec, namespace: str,
     _measure_footprint(sim, record, parent=parent_workflow, child=child, recorder=recorder)
     largest = probes.largest_objects(api, namespace, recorder.trainjobs.values())
     record.largest_objects = [asdict(item) for item in largest]
+    return recorder.trainjobs.values()
+
+
+def _play_control(
+    sim: SimCluster, api: k8s.ApiClient, namespace: str, record: RunRecord, trainjobs: list[dict[str, Any]]
+) -> None:
+    """The run's `trainjobs` again without Argo or nvcre-argo (`tests/bench/bare_wave.py`), with the CPU it
+    took."""
+    with probes.CpuSampler(sim) as cpu:
+        try:
+            wave = bare_wave.play(
+                api, namespace, trainjobs, duration=record.duration, timeout_s=run_timeout_s(size=record.size)
+            )
+        except ApiError as error:
+            wave = bare_wave.BareWave(len(trainjobs), 0, 0.0, None, None, error=f"ApiError: {str(error)[:2000]}")
+    record.control = asdict(wave)
+    use = cpu_use.cpu_use(cpu.snapshots, cores=os.cpu_count() or 1)
+    record.control_cpu = asdict(use) if use is not None else {}
 
 
 def _measure_footprint(
@@ -357,8 +387,16 @@ class SizeRecord:
     error: str = ""
 
 
-def run_size(size: int, specs: Sequence[RunSpec], *, duration: float, save: Callable[[SizeRecord], None]) -> SizeRecord:
-    """Start one cluster of `size` GPU nodes and play every run on it, saving after each."""
+def run_size(
+    size: int,
+    specs: Sequence[RunSpec],
+    *,
+    duration: float,
+    save: Callable[[SizeRecord], None],
+    control: bool = False,
+) -> SizeRecord:
+    """Start one cluster of `size` GPU nodes and play every run on it (each one-wave run followed by its
+    control wave with `control`), saving after each."""
     record = SizeRecord(size=size, duration=duration)
     try:
         with SimCluster(nodes=gpu_nodes(size, per_clique=PER_CLIQUE), audit=True) as sim, sim.api_client() as api:
@@ -366,7 +404,7 @@ def run_size(size: int, specs: Sequence[RunSpec], *, duration: float, save: Call
             record.cluster_start_seconds = sum(sim.timings.values()) - record.lock_wait_seconds
             for spec in specs:
                 progress(f"{size} nodes: {spec.name} ...")
-                run = play(sim, api, spec, size=size, duration=duration)
+                run = play(sim, api, spec, size=size, duration=duration, control=control)
                 record.runs.append(run)
                 progress(f"{size} nodes: {spec.name}: {run.error or run.phase} in {run.seconds:.0f} s")
                 save(record)
@@ -468,17 +506,58 @@ def report(record: SizeRecord) -> list[str]:
     ]
     lines += ["", "where the machine's CPU went from submission to the end (share of its cores' capacity):"]
     lines += [_cpu_line(run) for run in runs if run.cpu]
+    controlled = [run for run in runs if run.control]
+    if controlled:
+        lines += ["", *_control_lines(controlled)]
     failed = [f"{run.name}: {run.error or run.phase}" for run in record.runs if run.error or run.phase != "Succeeded"]
     return [*lines, *(["", "runs that did not succeed:", *failed] if failed else [])]
 
 
+def _control_lines(runs: Sequence[RunRecord]) -> list[str]:
+    """The control waves next to their runs: what the cluster alone took, and the category's overhead beyond it
+    (the orchestration's own share)."""
+    lines = [
+        "control wave: the run's TrainJobs created again straight from the benchmark, no Argo, no nvcre-argo"
+        " (tests/bench/bare_wave.py); its excess is the cluster's own start-up and end of the wave; per TrainJob"
+        " mean / max s:"
+    ]
+    rows = []
+    for run in runs:
+        wave = run.control
+        beyond = None if wave["excess"] is None else run.breakdown["overhead"] - wave["excess"]
+        rows.append([
+            run.name,
+            f"{wave['complete']}/{wave['trainjobs']}",
+            _num(wave["creating"]),
+            _num(wave["wall"]),
+            _num(wave["excess"]),
+            *(f"{_num(wave['mean'].get(name), 1)} / {_num(wave['max'].get(name))}" for name in bare_wave.PHASES),
+            _num(run.breakdown["overhead"]),
+            _num(beyond),
+            _ratio(None if beyond is None else beyond / run.breakdown["ideal"]),
+        ])  # fmt: skip
+    header = [
+        "run", "complete", "creating s", "wall s", "excess s", *(name.replace("_", "-") for name in bare_wave.PHASES),
+        "category overhead s", "beyond the control s", "ratio beyond",
+    ]  # fmt: skip
+    lines += footprint.table(header, rows)
+    lines += [f"{run.name}: control wave ERROR {run.control['error']}" for run in runs if run.control.get("error")]
+    lines += [f"{run.name}: control wave CPU: {_cpu_text(run.control_cpu)}" for run in runs if run.control_cpu]
+    return lines
+
+
 def _cpu_line(run: RunRecord) -> str:
+    return f"{run.name}: {_cpu_text(run.cpu)}"
+
+
+def _cpu_text(use: Mapping[str, Any]) -> str:
+    """How busy the cores were over a span and in its busiest minute, per simulated-cluster component."""
+
     def shares(of: Mapping[str, float]) -> str:
         return ", ".join(f"{name} {_ratio(share)}" for name, share in of.items() if share >= 0.005)
 
-    use = run.cpu
     return (
-        f"{run.name}: {use['cores']} cores {_ratio(use['busy_share'])} busy over {use['seconds']:.0f} s"
+        f"{use['cores']} cores {_ratio(use['busy_share'])} busy over {use['seconds']:.0f} s"
         f" ({shares(use['component_shares'])}); in the busiest minute, from {use['busiest_minute_starts_s']:.0f} s,"
         f" {_ratio(use['busiest_minute_share'])} ({shares(use['busiest_minute_components'])})"
     )
@@ -505,6 +584,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--runs", help=f"only these runs, in this order, e.g. nccl-full,dcgm-mc8 (default all: {_run_names()})"
     )
+    parser.add_argument(
+        "--control",
+        action="store_true",
+        help="after each one-wave run, its TrainJobs again without Argo or nvcre-argo (the cluster's own floor)",
+    )
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "overhead.json", help="the JSON file")
     args = parser.parse_args(argv)
     sizes = [int(item) for item in args.sizes.split(",") if item.strip()]
@@ -523,7 +607,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.out.write_text(json.dumps(document, indent=1, default=str) + "\n", encoding="utf-8")
 
     for size in sizes:
-        record = run_size(size, specs, duration=args.duration, save=save)
+        record = run_size(size, specs, duration=args.duration, save=save, control=args.control)
         records.append(record)
         print("\n".join(["", *report(record)]), flush=True)
     print(f"\nwritten to {args.out}")
