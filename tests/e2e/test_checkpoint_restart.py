@@ -26,6 +26,7 @@ from kubernetes import client as k8s
 
 from nvcre_argo.names import LABEL_RECORD, LABEL_WORKFLOW
 from nvcre_argo.results import RECORD_GROUP_RESULT, GroupResultRecord, read_group_result
+from nvcre_argo.steps.following import RunSettings
 from tests.sim import scenario
 from tests.sim.cluster import SimCluster
 from tests.sim.storage import SHARED_STORAGE_CLASS
@@ -41,7 +42,7 @@ DURATION_S = 50
 # run step sees the save while the workload runs. A crash within a poll of its save is seen only if the failed
 # rank's log can still be read when the step sees the failure, and JobSet may have deleted the pod by then.
 CRASH_AFTER_S = 60
-RUN_STEP_POLL_S = 10  # RunSettings.poll_seconds
+RUN_STEP_POLL_S = RunSettings().poll_seconds
 EARLY_CRASH_S = 2
 
 FAULT_PLAN = {

@@ -28,13 +28,14 @@ from kubernetes import client as k8s
 
 from nvcre_argo.names import LABEL_GROUP, LABEL_RECORD, LABEL_WORKFLOW, trainjob_name
 from nvcre_argo.results import RECORD_GROUP_RESULT
+from nvcre_argo.steps.following import RunSettings
 from tests.sim import scenario
 from tests.sim.cluster import SimCluster
 
 RUN_TIMEOUT_S = 300
 NODES = ["gpu-node-1", "gpu-node-2"]
 MEASUREMENT_TIMEOUT_S = 20
-RUN_STEP_POLL_S = 10  # RunSettings.poll_seconds: how late the run step may notice the TrainJob completed
+RUN_STEP_POLL_S = RunSettings().poll_seconds  # how late the run step may notice the TrainJob completed
 STEP_OVERHEAD_S = 5
 TIMESTAMP_ROUNDING_S = 1
 API_TIME = "%Y-%m-%dT%H:%M:%SZ"
