@@ -5,7 +5,7 @@ asserted.
 Run from the repository root as (`make bench-overhead OVERHEAD_ARGS=...` passes the options)
 
     .venv/bin/python -m tests.bench.bench_overhead [--sizes 16] [--duration 60] [--runs dcgm-mc0,nccl-full]
-        [--out build/overhead.json]
+        [--control] [--out build/overhead.json]
 
 For each size it starts one simulated cluster (GPU nodes in NVLink cliques of 8) and runs, each in a namespace
 of its own, a Certification without faults and with one category (the fault plan's `durationSeconds` is
@@ -40,6 +40,11 @@ which the benchmark's cluster writes for service accounts only. And the sizes of
 And where the machine's CPU went from submission to the run's end (`tests/bench/cpu_use.py`): how busy its
 cores were (over the run and in its busiest minute) and each simulated-cluster component's share, which tells
 a wave held up by a controller from one held up by a machine with no core left.
+
+With `--control`, each one-wave run (`maxConcurrent: 0`) is followed by its control wave
+(`tests/bench/bare_wave.py`): the run's TrainJobs created again, straight from the benchmark, in the run's
+namespace once its workload pods are gone. That wave's time beyond the workload is what the cluster alone takes
+to start and end those TrainJobs; the category's overhead beyond it is what Argo and nvcre-argo add.
 
 Measured on 2 shared cores, 16 GPU nodes, `--duration 60` (the five runs took 15 minutes after a 29 s cluster
 start): the category Workflow took 54-90 s more than its ideal (ratio 75-107 %), the certification Workflow

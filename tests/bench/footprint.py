@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, Final
@@ -147,12 +147,15 @@ def per_minute(count: int, start: datetime, end: datetime) -> float | None:
 
 @dataclass(frozen=True)
 class LargestObject:
-    """Of one kind of object: how many there were, and the largest one's name and size in bytes."""
+    """Of one kind of object: how many there were, and the largest one's name and size in bytes, with the part
+    of it that is `metadata.managedFields` (the API server's record of who wrote which field, stored with the
+    object and counted by etcd, but left out by controllers that trim it from their caches)."""
 
     kind: str
     count: int
     name: str
     size_bytes: int
+    managed_fields_bytes: int = 0
 
 
 def object_size(obj: Mapping[str, Any]) -> int:
@@ -165,14 +168,14 @@ def largest_objects(objects: Iterable[tuple[str, Mapping[str, Any]]]) -> list[La
     found: dict[str, LargestObject] = {}
     for kind, obj in objects:
         size = object_size(obj)
-        name = str((obj.get("metadata") or {}).get("name", ""))
+        metadata = obj.get("metadata") or {}
+        name = str(metadata.get("name", ""))
         held = found.get(kind)
-        if held is None:
-            found[kind] = LargestObject(kind, 1, name, size)
-        elif size > held.size_bytes:
-            found[kind] = LargestObject(kind, held.count + 1, name, size)
+        if held is None or size > held.size_bytes:
+            managed = object_size(metadata["managedFields"]) if metadata.get("managedFields") else 0
+            found[kind] = LargestObject(kind, 1 if held is None else held.count + 1, name, size, managed)
         else:
-            found[kind] = LargestObject(kind, held.count + 1, held.name, held.size_bytes)
+            found[kind] = replace(held, count=held.count + 1)
     return list(found.values())
 
 
@@ -190,15 +193,22 @@ def object_size_lines(runs: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]) -
     """Per run (its name, its `LargestObject`s as dicts), each kind's count and largest object, then the
     objects over `OBJECT_LIMIT_BYTES`."""
     rows = [
-        [name, item["kind"], str(item["count"]), f"{item['size_bytes']:,}", item["name"]]
+        [
+            name,
+            item["kind"],
+            str(item["count"]),
+            f"{item['size_bytes']:,}",
+            f"{item.get('managed_fields_bytes', 0):,}",
+            item["name"],
+        ]
         for name, largest in runs
         for item in largest
     ]
     over = [row for row in rows if int(row[3].replace(",", "")) > OBJECT_LIMIT_BYTES]
     return [
         "largest object of each kind (compact JSON; etcd refuses values over 1.5 MiB):",
-        *table(["run", "kind", "objects", "largest B", "its name"], rows),
-        f"objects over 1 MiB: {len(over)}" + "".join(f"; {row[0]} {row[1]} {row[4]}" for row in over),
+        *table(["run", "kind", "objects", "largest B", "of it managedFields B", "its name"], rows),
+        f"objects over 1 MiB: {len(over)}" + "".join(f"; {row[0]} {row[1]} {row[5]}" for row in over),
     ]
 
 

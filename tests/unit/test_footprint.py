@@ -93,11 +93,14 @@ def test_api_requests_count_the_namespaces_service_accounts_inside_the_window() 
 
 def test_the_largest_object_of_each_kind_is_named_with_its_size_and_the_kinds_count() -> None:
     small = {"metadata": {"name": "small"}, "data": {"a": "x"}}
-    large = {"metadata": {"name": "large"}, "data": {"a": "x" * 1000}}
+    managed_fields = [{"manager": "argo", "fieldsV1": {"f:data": {"f:a": {}}}}]
+    large = {"metadata": {"name": "large", "managedFields": managed_fields}, "data": {"a": "x" * 1000}}
     workflow = {"metadata": {"name": "wf"}}
     found = footprint.largest_objects([("ConfigMap", small), ("Workflow", workflow), ("ConfigMap", large)])
     assert [(item.kind, item.count, item.name) for item in found] == [("ConfigMap", 2, "large"), ("Workflow", 1, "wf")]
     assert found[0].size_bytes == footprint.object_size(large) > 1000
+    assert found[0].managed_fields_bytes == footprint.object_size(managed_fields) > 50
+    assert found[1].managed_fields_bytes == 0
     assert footprint.object_size({"a": "é"}) == len('{"a":"é"}'.encode())
 
 
@@ -109,9 +112,16 @@ def test_the_high_water_mark_is_read_in_mib() -> None:
 
 def test_object_sizes_print_per_run_and_kind_and_name_every_object_over_one_mib() -> None:
     small = {"kind": "ConfigMap", "count": 3, "name": "cm", "size_bytes": 19_016}
-    huge = {"kind": "Workflow", "count": 2, "name": "wf-0", "size_bytes": footprint.OBJECT_LIMIT_BYTES + 1}
+    huge = {
+        "kind": "Workflow",
+        "count": 2,
+        "name": "wf-0",
+        "size_bytes": footprint.OBJECT_LIMIT_BYTES + 1,
+        "managed_fields_bytes": 300_000,
+    }
     lines = footprint.object_size_lines([("faults-1", [small]), ("no-fault", [small, huge])])
-    assert lines[2].split() == ["faults-1", "ConfigMap", "3", "19,016", "cm"]
+    assert lines[2].split() == ["faults-1", "ConfigMap", "3", "19,016", "0", "cm"]
+    assert lines[4].split() == ["no-fault", "Workflow", "2", "1,048,577", "300,000", "wf-0"]
     assert lines[-1] == "objects over 1 MiB: 1; no-fault Workflow wf-0"
     assert footprint.object_size_lines([("r", [small])])[-1] == "objects over 1 MiB: 0"
 
