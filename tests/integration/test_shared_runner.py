@@ -177,6 +177,9 @@ def test_the_runner_runs_the_groups_whose_node_runs_and_completes_their_nodes(
     result = finish(box)
 
     nodes = nodes_of(kube, context)
+    written = kube.get(WORKFLOWS, context.workflow_name, context.namespace)
+    assert written is not None
+    assert not written["metadata"].get("managedFields"), "dropped, and not brought back by the test's updates"
     assert nodes["cert-0-1"]["phase"] == "Failed"
     assert nodes["cert-0-1"]["message"] == failed.summary
     assert nodes["cert-0-3"]["phase"] == "Succeeded"
@@ -230,6 +233,7 @@ def test_groups_of_a_compressed_workflow_are_run_and_completed_in_its_compressed
     workflow = kube.get(WORKFLOWS, context.workflow_name, context.namespace)
     assert workflow is not None
     assert not workflow["status"].get("nodes"), "the nodes stay compressed, as Argo keeps them"
+    assert not workflow["metadata"].get("managedFields")
     written = workflows.nodes(workflow)
     assert written["cert-0-0"]["phase"] == "Succeeded"
     assert written["cert-0-0"]["outputs"]["parameters"][0]["value"] == "busBandwidthGBps=452.1"

@@ -116,6 +116,19 @@ def test_odd_node_keys_are_escaped() -> None:
     assert all(operation["path"].startswith("/status/nodes/a~1b~0c/") for operation in operations)
 
 
+def test_the_first_patch_drops_the_workflows_managed_fields_and_later_ones_find_none_to_drop() -> None:
+    """The API server's record of who set which field is about a third of a large category Workflow, which Argo
+    does not count when it decides to compress the Workflow: the runner drops it (see `_dropped_managed_fields`)."""
+    read = workflow(node("wf-1", "g0", "Running"))
+    read["metadata"] = {"managedFields": [{"manager": "workflow-controller", "fieldsV1": {"f:status": {}}}]}
+    operations = node_patch(read, {"wf-1": PASSED.fields()})
+    assert operations[0] == {"op": "add", "path": "/metadata/managedFields", "value": [{}]}
+    assert operations[1] == {"op": "test", "path": "/status/nodes/wf-1/phase", "value": "Running"}
+
+    read["metadata"] = {}
+    assert all(operation["path"] != "/metadata/managedFields" for operation in node_patch(read, {"wf-1": {}}))
+
+
 def test_compressed_nodes_are_found_and_completed_in_one_rewrite_tested_by_resource_version() -> None:
     """Argo keeps a Workflow past its size limit as `status.compressedNodes`: the runner reads its groups there
     and writes the whole map back, only onto the Workflow as read."""
@@ -145,6 +158,10 @@ def test_compressed_nodes_are_found_and_completed_in_one_rewrite_tested_by_resou
     assert written["wf-1"]["phase"] == "Failed"
     assert written["wf-1"]["message"] == FAILED.message
     assert written["wf-3"] == node("wf-3", "g2", "Running"), "a field given as None is removed"
+
+    read["metadata"]["managedFields"] = [{"manager": "workflow-controller"}]
+    *_, dropped = node_patch(read, {"wf-1": FAILED.fields()})
+    assert dropped == {"op": "add", "path": "/metadata/managedFields", "value": [{}]}
 
 
 def fan_out(
