@@ -32,13 +32,12 @@ from kubernetes import client as k8s
 from nvcre_argo.contract import WORKFLOW_SERVICE_ACCOUNT
 from nvcre_argo.kube.client import KubeClient
 from nvcre_argo.kube.resources import PODS, TRAINJOBS
-from nvcre_argo.names import LABEL_GROUP
+from nvcre_argo.names import JOBSET_NAME_LABEL, LABEL_GROUP
 from tests.bench import overhead, probes
 
 BARE_LABEL: Final = "bench.nvcre.nvidia.com/control-wave"
 NAME_PREFIX: Final = "bare-"
 CREATORS: Final = 16
-JOBSET_LABEL: Final = "jobset.sigs.k8s.io/jobset-name"
 POLL_S: Final = 2.0
 TOKEN_SECONDS: Final = 3600
 PHASES: Final = ("to_running", "workload", "completion")
@@ -132,7 +131,7 @@ def play(
     if waited:
         return BareWave(trainjobs=len(manifests), complete=0, creating=0.0, wall=None, excess=None, error=waited)
     trainjobs = probes.LastSeen(api, TRAINJOBS, namespace, label_selector=BARE_LABEL, what="control TrainJobs")
-    pods = probes.LastSeen(api, PODS, namespace, label_selector=JOBSET_LABEL, what="control pods")
+    pods = probes.LastSeen(api, PODS, namespace, label_selector=JOBSET_NAME_LABEL, what="control pods")
     with trainjobs, pods, as_service_account(api, namespace, WORKFLOW_SERVICE_ACCOUNT) as runner_account:
         creator = KubeClient(runner_account)
         began = time.monotonic()
@@ -142,9 +141,7 @@ def play(
         deadline = began + timeout_s
         while time.monotonic() < deadline and _ended(trainjobs.values()) < len(manifests):
             time.sleep(POLL_S)
-        pods_of: dict[str, list[dict[str, Any]]] = {}
-        for pod in pods.values():
-            pods_of.setdefault(pod["metadata"]["labels"].get(JOBSET_LABEL, ""), []).append(pod)
+        pods_of = overhead.pods_by_jobset(pods.values())
         times = [overhead.workload_times(item, pods_of.get(name, [])) for name, item in trainjobs.objects.items()]
     wave = summarize(times, duration=duration, creating=creating)
     if wave.complete < len(manifests):
@@ -170,7 +167,7 @@ def _wait_pods_gone(kube: KubeClient, namespace: str, *, timeout_s: float) -> st
     deadline = time.monotonic() + timeout_s
     busy = 0
     while time.monotonic() < deadline:
-        pods, _ = kube.list(PODS, namespace, label_selector=JOBSET_LABEL)
+        pods, _ = kube.list(PODS, namespace, label_selector=JOBSET_NAME_LABEL)
         busy = sum(1 for pod in pods if (pod.get("status") or {}).get("phase") in ("Pending", "Running"))
         if not busy:
             return ""

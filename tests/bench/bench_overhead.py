@@ -94,7 +94,6 @@ import os
 import signal
 import sys
 import time
-from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -106,7 +105,7 @@ from kubernetes.client.exceptions import ApiException
 
 from nvcre_argo.kube.errors import ApiError
 from nvcre_argo.kube.resources import PODS, TRAINJOBS
-from nvcre_argo.names import LABEL_GROUP, LABEL_ROLE, ROLE_CATEGORY
+from nvcre_argo.names import JOBSET_NAME_LABEL, LABEL_GROUP, LABEL_ROLE, ROLE_CATEGORY
 from nvcre_argo.plan.grouping import OVERFLOW_SUFFIX
 from tests.bench import bare_wave, cpu_use, footprint, overhead, probes
 from tests.harness.namespaces import namespace_for_test
@@ -117,7 +116,6 @@ from tests.sim.cluster import SimCluster, gpu_nodes
 PER_CLIQUE: Final = 8
 DEFAULT_SIZES: Final = (16,)
 DEFAULT_DURATION_S: Final = 60
-JOBSET_LABEL: Final = "jobset.sigs.k8s.io/jobset-name"
 ARGO_WORKFLOW_LABEL: Final = "workflows.argoproj.io/workflow"  # on every Argo step pod
 LOCK_STEP: Final = "the machine's simulated-cluster lock"  # SimCluster.timings' name for the wait
 NAMESPACE_GONE_TIMEOUT_S: Final = 300.0
@@ -180,7 +178,7 @@ class Recorder:
 
     def __init__(self, api: k8s.ApiClient, namespace: str) -> None:
         self.trainjobs = probes.LastSeen(api, TRAINJOBS, namespace, what="TrainJobs")
-        self.pods = probes.LastSeen(api, PODS, namespace, label_selector=JOBSET_LABEL, what="workload pods")
+        self.pods = probes.LastSeen(api, PODS, namespace, label_selector=JOBSET_NAME_LABEL, what="workload pods")
         self.step_pods = probes.LastSeen(api, PODS, namespace, label_selector=ARGO_WORKFLOW_LABEL, what="step pods")
         self._stack = contextlib.ExitStack()
 
@@ -194,11 +192,9 @@ class Recorder:
 
     def workloads(self) -> dict[str, overhead.WorkloadTimes]:
         """Per group, its TrainJob's times (the pods are the TrainJob's JobSet's, named after it)."""
-        pods_of: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for pod in self.pods.values():
-            pods_of[pod["metadata"]["labels"].get(JOBSET_LABEL, "")].append(pod)
+        pods_of = overhead.pods_by_jobset(self.pods.values())
         return {
-            overhead.group_of(trainjob): overhead.workload_times(trainjob, pods_of[name])
+            overhead.group_of(trainjob): overhead.workload_times(trainjob, pods_of.get(name, []))
             for name, trainjob in self.trainjobs.objects.items()
         }
 

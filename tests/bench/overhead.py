@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
-from nvcre_argo.names import LABEL_GROUP
+from nvcre_argo.names import JOBSET_NAME_LABEL, LABEL_GROUP
 from nvcre_argo.watch import workflows
 
 RUN_TEMPLATE: Final = "run-group"
@@ -308,6 +308,15 @@ class WorkloadTimes:
     running: datetime | None  # the last completed container's start: the workload's own clock starts
     exited: datetime | None  # the last completed container's end
     complete: datetime | None  # the TrainJob's `Complete` condition
+
+
+def pods_by_jobset(pods: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    """Workload pods keyed by their JobSet's name, which is their TrainJob's."""
+    found: dict[str, list[Mapping[str, Any]]] = {}
+    for pod in pods:
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        found.setdefault(str(labels.get(JOBSET_NAME_LABEL, "")), []).append(pod)
+    return found
 
 
 def workload_times(trainjob: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> WorkloadTimes:

@@ -329,3 +329,17 @@ def test_planning_time_is_each_planning_templates_longest_pod() -> None:
     )
     assert overhead.longest_pods(status, ("plan", "plan-round")) == {"plan": 7.0, "plan-round": 11.0}
     assert overhead.longest_pods(status, ("cleanup",)) == {}
+
+
+def test_workload_pods_are_keyed_by_their_jobset_which_is_named_after_the_trainjob() -> None:
+    def pod(name: str, jobset: str | None) -> dict[str, Any]:
+        labels = {} if jobset is None else {"jobset.sigs.k8s.io/jobset-name": jobset}
+        return {"metadata": {"name": name, "labels": labels}}
+
+    found = overhead.pods_by_jobset([pod("a-0", "tj-a"), pod("b-0", "tj-b"), pod("a-1", "tj-a"), pod("x", None)])
+
+    assert {key: [p["metadata"]["name"] for p in pods] for key, pods in found.items()} == {
+        "tj-a": ["a-0", "a-1"],
+        "tj-b": ["b-0"],
+        "": ["x"],
+    }
