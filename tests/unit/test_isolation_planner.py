@@ -122,14 +122,40 @@ def test_a_link_fault_between_two_domains_is_reported_as_infrastructure_not_as_n
 
 def test_a_transient_failure_is_cleared_by_confirmation_not_blamed() -> None:
     # a2 is faulty; a4 fails its second job (the split of domain A) once, then passes its confirmation.
-    verdict, _, results = play(TWO_DOMAINS, oracle(node_faults=frozenset({"a2"}), transients=(("a4", 1),)))
+    # That shows a transient (a4 and its pair-mate both cleared after their pair failed), so a2's split, whose
+    # pair-mate a3 was cleared only afterwards, no longer counts: a2 is confirmed a second time in round 4.
+    verdict, rounds, results = play(TWO_DOMAINS, oracle(node_faults=frozenset({"a2"}), transients=(("a4", 1),)))
     assert verdict.faulty == ("a2",)
     assert "a4" in verdict.healthy
     split = next(r for r in results if r.group.stage == "bisection" and "a4" in r.group.nodes)
     assert split.failed
     confirmation = next(r for r in results if r.group.stage == "confirmation" and "a4" in r.group.nodes)
     assert not confirmation.failed
+    assert [(g.stage, "a2" in g.nodes) for g in rounds[3].groups] == [("confirmation", True)]
+    assert verdict.rounds == 4
+
+
+def test_without_a_transient_seen_a_faulty_node_is_named_after_one_confirmation() -> None:
+    # a2 is faulty and nothing failed transiently: its split and one confirmation beside a node cleared before
+    # are its two isolating failures.
+    verdict, _, _ = play(TWO_DOMAINS, oracle(node_faults=frozenset({"a2"})))
+    assert verdict.faulty == ("a2",)
     assert verdict.rounds == 3
+
+
+def test_once_a_transient_was_seen_two_partners_failing_once_each_do_not_blame_a_healthy_node() -> None:
+    # a6 is faulty. a3 is healthy, but its split pair-mate a2 fails that job transiently and so does its
+    # confirmation partner a1 (each failing once). b3's transient failure of domain B's screening (its split
+    # all passes) shows that nodes here fail once now and then, so a3's split, whose pair-mate was cleared only
+    # afterwards, does not count; a3 is confirmed again and passes. (With no transient seen anywhere else, the
+    # same two failures would blame a3: the results of a faulty a3 would look the same.)
+    transients = (("a2", 1), ("a1", 1), ("b3", 0))
+    verdict, rounds, results = play(TWO_DOMAINS, oracle(node_faults=frozenset({"a6"}), transients=transients))
+    assert [r.failed for r in results if r.round in (2, 3) and "a3" in r.group.nodes] == [True, True]
+    assert verdict.faulty == ("a6",)
+    assert "a3" in verdict.healthy
+    assert {tuple(g.nodes) for g in rounds[3].groups} == {("a0", "a3"), ("a5", "a6")}
+    assert verdict.rounds == 4
 
 
 def test_a_suspect_failing_its_confirmation_once_is_confirmed_again_before_being_blamed() -> None:
@@ -317,10 +343,12 @@ def test_across_many_domains_a_failed_rescreen_is_confirmed_by_a_round_of_three_
     # The first link screen of cleared nodes (round 3) fails: across many domains that is as often a transient
     # node as a link fault, so round 4 confirms it with three blocks tested pair by pair (two nodes per domain),
     # which also narrows a link fault down, rather than lending five nodes per domain to a block search. All
-    # three pass and every pair is verified.
+    # three pass and every pair is verified. The failed re-screen was then a transient, so m00n0's split, whose
+    # pair-mate was cleared only afterwards, no longer counts: round 5 confirms it a second time.
     verdict, rounds, _ = play(many_domains(40), failing_wide_rescreens(1))
     inter = inter_screening(rounds)
-    assert [len(groups) for groups in inter] == [0, 0, 1, 3]
+    assert [len(groups) for groups in inter] == [0, 0, 1, 3, 0]
+    assert [(g.stage, "m00n0" in g.nodes) for g in rounds[4].groups] == [("confirmation", True)]
     assert sorted(len(g.nodes) for g in inter[3]) == [26, 27, 27]
     assert verdict.faulty == ("m00n0",)
     assert verdict.infrastructure_faults == ()

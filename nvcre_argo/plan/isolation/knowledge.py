@@ -9,7 +9,10 @@
   verified, and *isolates* a link when every member is cleared and it spans just that pair, still unverified.
   Two isolating failures make a fault: a transient fails one job only, so it is never blamed. (One isolating
   failure plus any other is not enough: two suspects of one failed pair, one faulty, the other failing its
-  confirmation transiently, would look alike.)
+  confirmation transiently, would look alike.) Once the results show transients (`transients_seen`), a failure
+  isolates a node only if its other members were cleared in an earlier round: a partner cleared only
+  afterwards may have been the transient, and two such partners in a row, each failing once, would blame a
+  healthy node.
 - A failed job inside one domain that nothing explains any more (all cleared) and is larger than
   `minGroupSize` was a transient if a later job over the same nodes passed, and an infrastructure fault inside
   the domain if it failed `PROBE_FAILURES` times. (Smaller ones were confirmed node by node; spanning ones are
@@ -84,6 +87,7 @@ def derive_knowledge(
     domain_of = {c.node: c.domain for c in candidates}
     domain_size = Counter(domain_of.values())
     cleared: set[str] = set()
+    cleared_in: dict[str, int] = {}
     passes: Counter[str] = Counter()
     verified: set[Pair] = set()
     for result in results:
@@ -95,12 +99,14 @@ def derive_knowledge(
             dom = domain_of[node]
             if domain_size[dom] == 1 or (result.group.mnnvl and members[dom] >= 2):
                 cleared.add(node)
+                cleared_in[node] = min(cleared_in.get(node, result.round), result.round)
         verified.update(domain_pairs(members))
 
-    failed, faulty, faulty_links = _failures(results, domain_of, cleared, verified)
+    strict = transients_seen(results, cleared, verified, domain_of)
+    failed, faulty, faulty_links = _failures(results, domain_of, cleared, verified, cleared_in if strict else None)
     while lonely := _without_healthy_peer(domain_of, passes, faulty) - cleared:
         cleared |= lonely
-        failed, faulty, faulty_links = _failures(results, domain_of, cleared, verified)
+        failed, faulty, faulty_links = _failures(results, domain_of, cleared, verified, cleared_in if strict else None)
 
     not_run = Counter(n for r in results if not r.ran for n in r.group.nodes)
     passed_sets = {(r.group.nodes, r.group.mnnvl) for r in results if r.passed}
@@ -130,10 +136,31 @@ def derive_knowledge(
     )
 
 
+def transients_seen(
+    results: Sequence[JobResult], cleared: set[str], verified: set[Pair], domain_of: Mapping[str, str]
+) -> bool:
+    """Whether some failed job has nothing left to explain it: every member cleared and every domain pair it
+    spans verified by passes. Only a transient (or a fault inside the whole group, which a probe settles) fails
+    such a job, so the nodes of this cluster do fail once now and then."""
+    return any(
+        r.failed
+        and all(n in cleared for n in r.group.nodes)
+        and all(p in verified for p in domain_pairs(domain_of[n] for n in r.group.nodes))
+        for r in results
+    )
+
+
 def _failures(
-    results: Sequence[JobResult], domain_of: Mapping[str, str], cleared: set[str], verified: set[Pair]
+    results: Sequence[JobResult],
+    domain_of: Mapping[str, str],
+    cleared: set[str],
+    verified: set[Pair],
+    cleared_in: Mapping[str, int] | None = None,
 ) -> tuple[list[FailedJob], frozenset[str], dict[Pair, tuple[str, ...]]]:
-    """The failed jobs with what is still unknown about them, and the nodes and links they isolate."""
+    """The failed jobs with what is still unknown about them, and the nodes and links they isolate.
+
+    With `cleared_in` (the round each node was first cleared in, given once transients were seen), a failure
+    isolates a node only if its other members were cleared before the failure's round."""
     failed: list[FailedJob] = []
     node_isolations: Counter[str] = Counter()
     link_isolations: Counter[Pair] = Counter()
@@ -144,7 +171,7 @@ def _failures(
         unknown = tuple(n for n in result.group.nodes if n not in cleared)
         unverified = tuple(p for p in domain_pairs(domain_of[n] for n in result.group.nodes) if p not in verified)
         failed.append(FailedJob(result=result, unknown=unknown, unverified=unverified))
-        if len(unknown) == 1 and not unverified:
+        if len(unknown) == 1 and not unverified and _cleared_before(result, unknown[0], cleared_in):
             node_isolations[unknown[0]] += 1
         if not unknown and len(unverified) == 1 and {domain_of[n] for n in result.group.nodes} == set(unverified[0]):
             link_isolations[unverified[0]] += 1
@@ -152,6 +179,15 @@ def _failures(
     faulty = frozenset(n for n, count in node_isolations.items() if count >= 2)
     faulty_links = {p: link_evidence[p] for p, count in sorted(link_isolations.items()) if count >= LINK_ISOLATIONS}
     return failed, faulty, faulty_links
+
+
+def _cleared_before(result: JobResult, suspect: str, cleared_in: Mapping[str, int] | None) -> bool:
+    """Whether every member of `result` but `suspect` was cleared before its round (always, without `cleared_in`).
+    A node cleared only because every peer of its domain is faulty (`_without_healthy_peer`) has no round and
+    counts as cleared later."""
+    if cleared_in is None:
+        return True
+    return all(cleared_in.get(n, result.round) < result.round for n in result.group.nodes if n != suspect)
 
 
 def _without_healthy_peer(domain_of: Mapping[str, str], passes: Mapping[str, int], faulty: frozenset[str]) -> set[str]:
