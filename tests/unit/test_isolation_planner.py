@@ -677,3 +677,28 @@ def test_nodes_whose_jobs_never_run_are_left_untested_after_the_limit_and_nobody
     assert [(u.node, u.reason) for u in verdict.untested] == [(node, NEVER_RAN) for node in screened]
     assert verdict.healthy == tuple(sorted(set(A + B) - set(screened)))
     assert verdict.rounds == NOT_RUN_LIMIT
+
+
+def test_a_domain_with_one_node_to_lend_tests_its_open_pairs_apart_once_they_failed_together() -> None:
+    # Domain A's only healthy node is a1 (a0, a2 and a3 are slow) and the link between A and C is broken. With
+    # one node to lend, A's two open pairs share one test (A, B, C), which fails; the same test again would
+    # fail forever, so the pairs are then tested apart and the link is proven.
+    candidates = tuple(Candidate(f"{d}{i}", d.upper()) for d in "abc" for i in range(4))
+    scenario = Scenario(
+        candidates=candidates, slow_nodes=frozenset({"a0", "a2", "a3"}), link_faults=frozenset({("A", "C")})
+    )
+    verdict, rounds, _ = play(candidates, FaultOracle(scenario).run)
+    assert verdict.faulty == ("a0", "a2", "a3")
+    assert [f.domain for f in verdict.infrastructure_faults] == ["A|C"]
+    link_tests = [[n[0] for n in g.nodes] for r in rounds for g in r.groups if g.stage == "inter-screening"]
+    assert link_tests.count(["a", "b", "c"]) == 1, link_tests
+    assert link_tests[-3:] == [["a", "b"], ["a", "c"], ["a", "c"]], link_tests
+
+
+def test_a_star_share_that_failed_before_is_halved() -> None:
+    from nvcre_argo.plan.isolation.links import _pair_tests
+
+    pairs = {("A", "B"), ("A", "C")}
+    lenders = {"A": ["a1"], "B": ["b0"], "C": ["c0"]}
+    assert _pair_tests(pairs, lenders, set()) == [["A", "B", "C"]]
+    assert _pair_tests(pairs, lenders, {frozenset("ABC")}) == [["A", "B"], ["A", "C"]]

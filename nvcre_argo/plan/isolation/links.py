@@ -118,7 +118,8 @@ def plan_link_groups(
         tests = _with_repeats([domains], _direct_failures(k))
     else:
         focus = _focus(evidence) if len(domains) >= FOCUS_DOMAINS else pairs
-        search = _search_tests(focus, available, block_rounds, _digit_blocks_cap(domains, block_rounds))
+        digit_blocks = _digit_blocks_cap(domains, block_rounds)
+        search = _search_tests(focus, available, block_rounds, digit_blocks, _failed_tests(k))
         tests = _with_repeats(search, _direct_failures(k))
         if pairs - focus and _few(focus):
             tests += _sweep_tests(domains, focus, set(k.faulty_links))
@@ -174,20 +175,25 @@ def _digit_blocks_cap(domains: list[str], block_rounds: BlockRounds) -> int:
 
 
 def _search_tests(
-    pairs: set[Pair], available: dict[str, list[str]], block_rounds: BlockRounds, digit_blocks: int
+    pairs: set[Pair],
+    available: dict[str, list[str]],
+    block_rounds: BlockRounds,
+    digit_blocks: int,
+    failed_tests: set[frozenset[str]],
 ) -> list[list[str]]:
     """Tests that narrow down the faulty link among `pairs`: blocks of domains (at most `digit_blocks` where
     no two sides stand out) tested pair by pair, or each pair on its own once the pairs are few or the last
-    block round failed everywhere (several faulty links)."""
+    block round failed everywhere (several faulty links). `failed_tests` are the domain sets that failed with
+    cleared nodes before (`_pair_tests` does not run them again)."""
     domains = sorted({d for p in pairs for d in p})
     wide = [d for d in domains if len(available[d]) >= 2]
     blocks_count = min(MAX_LINK_BLOCKS, 1 + min((len(available[d]) for d in wide), default=0), len(wide))
     if _one_by_one(pairs, block_rounds) or blocks_count < 3:
-        return _pair_tests(pairs, available)
+        return _pair_tests(pairs, available, failed_tests)
     wide_pairs = {(a, b) for a, b in pairs if a in wide and b in wide}
     blocks = _blocks(wide, wide_pairs, blocks_count, block_rounds.count, digit_blocks)
     if not blocks:
-        return _pair_tests(pairs, available)
+        return _pair_tests(pairs, available, failed_tests)
     return [
         sorted(blocks[i] + blocks[j])
         for i in range(len(blocks))
@@ -279,10 +285,13 @@ def _unconfirmed(evidence: Counter[Pair], domains: list[str]) -> bool:
     return len(domains) >= LARGE_RESCREEN_DOMAINS and max(evidence.values()) < LARGE_RESCREEN_FAILURES
 
 
-def _pair_tests(pairs: set[Pair], available: dict[str, list[str]]) -> list[list[str]]:
+def _pair_tests(
+    pairs: set[Pair], available: dict[str, list[str]], failed_tests: set[frozenset[str]]
+) -> list[list[str]]:
     """Each open pair on its own, or, around a domain with more open pairs than cleared nodes to lend, its
     partners shared out over the nodes it has (one test per node): a star of open pairs must not take one
-    round per pair. Tests that do not fit the lenders this round wait for the next."""
+    round per pair. A share whose test already failed is halved (`_unfailed_shares`). Tests that do not fit
+    the lenders this round wait for the next."""
     remaining = set(pairs)
     degree = Counter(d for p in pairs for d in p)
     tests: list[list[str]] = []
@@ -292,9 +301,28 @@ def _pair_tests(pairs: set[Pair], available: dict[str, list[str]]) -> list[list[
             continue
         slots = max(1, len(available[center]))
         chunks = [[p] for p in partners] if len(partners) <= slots else [partners[i::slots] for i in range(slots)]
-        tests.extend(sorted([center, *chunk]) for chunk in chunks)
+        tests.extend(
+            sorted([center, *share]) for chunk in chunks for share in _unfailed_shares(center, chunk, failed_tests)
+        )
         remaining -= {(min(center, p), max(center, p)) for p in partners}
     return tests
+
+
+def _unfailed_shares(center: str, partners: list[str], failed_tests: set[frozenset[str]]) -> list[list[str]]:
+    """`partners` as one share of `center`'s tests, or, if that test already failed with cleared nodes, halved
+    until no share repeats a failed test: the same test would only fail again and the search would never end
+    (a domain with one node to lend and two open pairs, one of them faulty, retested both at once)."""
+    if len(partners) == 1 or frozenset([center, *partners]) not in failed_tests:
+        return [partners]
+    half = len(partners) // 2
+    return _unfailed_shares(center, partners[:half], failed_tests) + _unfailed_shares(
+        center, partners[half:], failed_tests
+    )
+
+
+def _failed_tests(k: Knowledge) -> set[frozenset[str]]:
+    """The domain sets of the failed tests whose nodes were all cleared: only a link (or a transient) fails them."""
+    return {frozenset(k.domain_of[n] for n in job.result.group.nodes) for job in k.failed if not job.unknown}
 
 
 def _avoid_faulty_links(members: list[str], faulty: set[Pair], wanted: set[Pair] | None = None) -> list[list[str]]:
