@@ -58,6 +58,12 @@ class BareWave:
     max: dict[str, float] = field(default_factory=dict)
     error: str = ""
 
+    @classmethod
+    def unmeasured(cls, trainjobs: int, error: str) -> BareWave:
+        """A wave that could not be timed (nothing to copy, the run's pods never left, the API refused it):
+        how many TrainJobs it had, and why."""
+        return cls(trainjobs=trainjobs, complete=0, creating=0.0, wall=None, excess=None, error=error)
+
 
 def bare_manifests(trainjobs: Iterable[Mapping[str, Any]], namespace: str) -> list[dict[str, Any]]:
     """Copies of `trainjobs` (as a run left them) to create again: the spec as it was, the labels but the
@@ -126,10 +132,10 @@ def play(
     kube = KubeClient(api)
     manifests = bare_manifests(recorded, namespace)
     if not manifests:
-        return BareWave(trainjobs=0, complete=0, creating=0.0, wall=None, excess=None, error="no TrainJob to copy")
+        return BareWave.unmeasured(0, "no TrainJob to copy")
     waited = _wait_pods_gone(kube, namespace, timeout_s=timeout_s)
     if waited:
-        return BareWave(trainjobs=len(manifests), complete=0, creating=0.0, wall=None, excess=None, error=waited)
+        return BareWave.unmeasured(len(manifests), waited)
     trainjobs = probes.LastSeen(api, TRAINJOBS, namespace, label_selector=BARE_LABEL, what="control TrainJobs")
     pods = probes.LastSeen(api, PODS, namespace, label_selector=JOBSET_NAME_LABEL, what="control pods")
     with trainjobs, pods, as_service_account(api, namespace, WORKFLOW_SERVICE_ACCOUNT) as runner_account:

@@ -322,7 +322,7 @@ def _play_control(
                 api, namespace, trainjobs, duration=record.duration, timeout_s=run_timeout_s(size=record.size)
             )
         except ApiError as error:
-            wave = bare_wave.BareWave(len(trainjobs), 0, 0.0, None, None, error=f"ApiError: {str(error)[:2000]}")
+            wave = bare_wave.BareWave.unmeasured(len(trainjobs), f"ApiError: {str(error)[:2000]}")
     record.control = asdict(wave)
     use = cpu_use.cpu_use(cpu.snapshots, cores=os.cpu_count() or 1)
     record.control_cpu = asdict(use) if use is not None else {}
