@@ -702,3 +702,21 @@ def test_a_star_share_that_failed_before_is_halved() -> None:
     lenders = {"A": ["a1"], "B": ["b0"], "C": ["c0"]}
     assert _pair_tests(pairs, lenders, set()) == [["A", "B", "C"]]
     assert _pair_tests(pairs, lenders, {frozenset("ABC")}) == [["A", "B"], ["A", "C"]]
+
+
+def test_a_link_still_open_at_the_round_limit_leaves_its_domains_cleared_nodes_untested() -> None:
+    # The link between A and B is broken and the round limit is 1: round 1 clears every node of A and B that
+    # screened its own domain, but the one group spanning both failed. Their link was never seen passing, so
+    # none of them is certified: each is untested, and the reason names the link.
+    outcome = oracle(link_faults=frozenset({("A", "B")}))
+    first = plan_isolation_round(TWO_DOMAINS, (), Settings(max_rounds=1))
+    assert isinstance(first, Round)
+    results = tuple(JobResult(1, g, outcome(g)) for g in first.groups)
+    verdict = plan_isolation_round(TWO_DOMAINS, results, Settings(max_rounds=1))
+    assert isinstance(verdict, Verdict)
+    assert verdict.healthy == ()
+    reasons = {u.node: u.reason for u in verdict.untested}
+    assert set(reasons) == {c.node for c in TWO_DOMAINS}
+    assert reasons["a5"] == "its domain's link to B was never tested (round limit reached)"
+    assert reasons["b5"] == "its domain's link to A was never tested (round limit reached)"
+    assert reasons["a0"] == "round limit reached"  # a representative: the failed group cleared nobody
