@@ -52,7 +52,10 @@ PROGRESS_EVERY_S = 10.0
 LOG_TAIL_LINES = 40
 PORT_CLASH_ATTEMPTS = 3
 ADMIN_USER = "nvcre-test-admin"
-ETCD_MAX_REQUEST_BYTES = 10 * 1024 * 1024
+ETCD_MAX_REQUEST_BYTES = 1536 * 1024
+"""etcd's own default, as on a real cluster: an object too large to store there (a Workflow whose node
+map outgrew it, say) is refused here too, instead of passing a test it would fail in production. Argo's
+full CRDs fit (the largest, with its managedFields, installs under it)."""
 
 Progress = Callable[[str], None]
 _T = TypeVar("_T")
