@@ -23,15 +23,13 @@ from nvcre_argo.plan.isolation import (
     plan_isolation_round,
 )
 from nvcre_argo.plan.isolation.knowledge import NOT_RUN_LIMIT, derive_knowledge
+from nvcre_argo.plan.isolation.link_blocks import components, cut_blocks, split_sides
 from nvcre_argo.plan.isolation.links import (
     BlockRounds,
     _avoid_faulty_links,
-    _blocks,
-    _components,
     _focus,
     _link_evidence,
     _one_by_one,
-    _sides,
     _sweep_tests,
     count_block_rounds,
     plan_link_groups,
@@ -413,11 +411,11 @@ def test_tests_around_a_known_faulty_link_hold_only_the_pairs_still_open() -> No
 def test_open_pairs_between_two_sides_are_searched_with_blocks_of_each_side() -> None:
     sides = [f"a{i}" for i in range(6)], [f"b{i}" for i in range(6)]
     pairs = {(a, b) for a in sides[0] for b in sides[1]}
-    assert _sides(sorted(sides[0] + sides[1]), pairs) == sides
-    blocks = _blocks(sorted(sides[0] + sides[1]), pairs, count=6, rotation=0, digit_blocks=6)
+    assert split_sides(sorted(sides[0] + sides[1]), pairs) == sides
+    blocks = cut_blocks(sorted(sides[0] + sides[1]), pairs, count=6, rotation=0, digit_blocks=6)
     assert blocks == [["a0", "a1"], ["a2", "a3"], ["a4", "a5"], ["b0", "b1"], ["b2", "b3"], ["b4", "b5"]]
     triangle = {("a0", "a1"), ("a1", "a2"), ("a0", "a2")}
-    assert _sides(["a0", "a1", "a2"], triangle) is None  # no two sides: the rotating digit layout
+    assert split_sides(["a0", "a1", "a2"], triangle) is None  # no two sides: the rotating digit layout
 
 
 def test_faulty_links_far_apart_are_searched_group_by_group() -> None:
@@ -425,8 +423,8 @@ def test_faulty_links_far_apart_are_searched_group_by_group() -> None:
     pairs = {(a, b) for a in ("a0", "a1", "a2") for b in ("b0", "b1", "b2")}
     pairs |= {(c, d) for c in ("c0", "c1", "c2") for d in ("d0", "d1", "d2")}
     domains = sorted({x for p in pairs for x in p} | {"e0"})
-    assert _components(domains, pairs) == [["a0", "a1", "a2", "b0", "b1", "b2"], ["c0", "c1", "c2", "d0", "d1", "d2"]]
-    blocks = _blocks(domains, pairs, count=6, rotation=0, digit_blocks=6)
+    assert components(domains, pairs) == [["a0", "a1", "a2", "b0", "b1", "b2"], ["c0", "c1", "c2", "d0", "d1", "d2"]]
+    blocks = cut_blocks(domains, pairs, count=6, rotation=0, digit_blocks=6)
     assert len(blocks) == 12
     assert all(len(b) == 1 for b in blocks)
 
