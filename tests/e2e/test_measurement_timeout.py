@@ -71,14 +71,18 @@ def certification(namespace: str) -> dict[str, Any]:
 
 
 def run_capturing_worker_pods(api: k8s.ApiClient, namespace: str, parent: str) -> tuple[str, dict[str, Any]]:
-    """Wait for the certification Workflow's end, keeping every rank pod as first seen (JobSet may delete a
-    finished group's pods): (final phase, pods by name)."""
+    """Wait for the certification Workflow's end, keeping every rank pod as first seen once scheduled (JobSet
+    may delete a finished group's pods; a pod listed before the scheduler bound it has no `nodeName` yet):
+    (final phase, pods by name)."""
     core = k8s.CoreV1Api(api)
     seen: dict[str, Any] = {}
 
     def done() -> bool:
         for pod in core.list_namespaced_pod(namespace, label_selector=f"{ROLE_LABEL}=node").items:
-            seen.setdefault(pod.metadata.name, api.sanitize_for_serialization(pod))
+            if pod.metadata.name not in seen or (
+                pod.spec.node_name and not seen[pod.metadata.name]["spec"].get("nodeName")
+            ):
+                seen[pod.metadata.name] = api.sanitize_for_serialization(pod)
         return scenario.workflow_phase(api, namespace, parent) in scenario.FINAL_PHASES
 
     scenario.wait_for(
